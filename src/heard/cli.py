@@ -1,0 +1,206 @@
+"""The ``heard`` command line: thin shells over the library.
+
+Errors heard raises on purpose (``HeardError``) become one line on stderr and
+exit code 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, ParamSpec, TypeVar
+
+import typer
+
+from heard import __version__
+from heard.errors import HeardError
+from heard.samples import SAMPLE_LOGS, sample_path
+from heard.transcript.events import TranscriptEvent, read_events
+from heard.transcript.gate import GateConfig, GateDecision
+from heard.transcript.session import TranscriptSession, TranscriptStep
+from heard.transcript.signals import SignalExtractor
+from heard.transcript.words import WORD_MATCHERS
+
+app = typer.Typer(
+    name="heard",
+    help="Conversation audio into stable transcripts, timelines, captions and memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_BAD_INPUT = 2
+_DEFAULT_GATE = GateConfig()
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"heard: error: {message}", err=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn ``HeardError`` into one line on stderr and exit code 2."""
+
+    @wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except HeardError as e:
+            raise _fail(str(e)) from None
+
+    return wrapper
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"heard {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """heard turns live or recorded speech into stable transcripts, meeting timelines,
+    captions released at a chosen cadence, and memory an assistant can recall from."""
+
+
+_DECISION_COLOURS = {
+    GateDecision.FIRE: "cyan",
+    GateDecision.FIRE_FINAL: "magenta",
+    GateDecision.FIRE_SIGNAL: "bright_cyan",
+}
+
+
+def _render_step(step: TranscriptStep) -> str:
+    h = step.hypothesis
+    stable = typer.style(h.stable_prefix, fg="green", bold=True)
+    tail = typer.style(f"[{h.unstable_suffix}]", dim=True) if h.unstable_suffix else ""
+    text = " ".join(part for part in (stable, tail) if part)
+    decision = f"{step.decision:<24}"
+    colour = _DECISION_COLOURS.get(step.decision)
+    if colour:
+        decision = typer.style(decision, fg=colour, bold=True)
+    marks = []
+    if h.contradiction:
+        marks.append(typer.style("contradiction", fg="red"))
+    if step.signals:
+        marks.append(", ".join((*step.signals.entities, *step.signals.recall_phrases)))
+    suffix = f"  ({'; '.join(marks)})" if marks else ""
+    return f"{step.t_ms:>8}  {step.turn_id!s:<12} {decision} {text}{suffix}"
+
+
+def _render_summary(session: TranscriptSession) -> str:
+    s = session.summary
+    return (
+        f"turns {s.turns} · revisions {s.revisions} · speculations fired {s.speculations}"
+        f" · contradictions {s.contradictions}"
+        f" · finals that contradicted the stable prefix {s.finals_contradicting_stable}"
+    )
+
+
+def _run(
+    events: Iterable[TranscriptEvent],
+    session: TranscriptSession,
+    *,
+    as_json: bool,
+    pace: float = 0.0,
+) -> None:
+    steps = []
+    header = f"{'t_ms':>8}  {'turn':<12} {'decision':<24} stable [unstable]"
+    if not as_json:
+        typer.echo(typer.style(header, bold=True))
+    started = time.monotonic()
+    for event in events:
+        if pace:
+            delay = event.t_ms / 1000 / pace - (time.monotonic() - started)
+            if delay > 0:
+                time.sleep(delay)
+        step = session.on_event(event)
+        if as_json:
+            steps.append(step.to_dict())
+        else:
+            typer.echo(_render_step(step))
+    if as_json:
+        json.dump({"steps": steps, "summary": session.summary.to_dict()}, sys.stdout, indent=1)
+        typer.echo()
+    else:
+        typer.echo(_render_summary(session))
+
+
+WordMatchOption = Annotated[
+    str,
+    typer.Option(
+        help=f"How words of consecutive revisions are compared: {', '.join(WORD_MATCHERS)}.",
+    ),
+]
+DebounceOption = Annotated[
+    int, typer.Option(min=0, help="Speculation debounce window in milliseconds.")
+]
+MinNewOption = Annotated[
+    int, typer.Option(min=0, help="New content tokens needed before speculating again.")
+]
+EntityOption = Annotated[
+    list[str] | None,
+    typer.Option("--entity", help="A known entity that triggers speculation (repeatable)."),
+]
+
+
+def _session(
+    word_match: str, debounce_ms: int, min_new_tokens: int, entities: list[str] | None
+) -> TranscriptSession:
+    WORD_MATCHERS[word_match]  # reject unknown names before reading anything
+    return TranscriptSession(
+        gate=GateConfig(debounce_ms=debounce_ms, min_new_content_tokens=min_new_tokens),
+        word_match=word_match,
+        signals=SignalExtractor(entities or ()),
+    )
+
+
+@app.command()
+@reports_errors
+def replay(
+    events: Annotated[Path, typer.Argument(help="Transcript events, JSONL (see ARCHITECTURE).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    word_match: WordMatchOption = "normalized",
+    debounce_ms: DebounceOption = _DEFAULT_GATE.debounce_ms,
+    min_new_tokens: MinNewOption = _DEFAULT_GATE.min_new_content_tokens,
+    entity: EntityOption = None,
+) -> None:
+    """Replay a transcript-event log: per event the turn, stable text, unstable tail and
+    the speculation gate's decision, then a summary."""
+    session = _session(word_match, debounce_ms, min_new_tokens, entity)
+    _run(read_events(events), session, as_json=as_json)
+
+
+@app.command()
+@reports_errors
+def demo(
+    pace: Annotated[
+        float,
+        typer.Option(min=0, help="Replay at this multiple of real time (0: as fast as possible)."),
+    ] = 0.0,
+) -> None:
+    """Show heard at work on its bundled samples: real faster-whisper partials of two
+    recordings, stabilized as they arrive."""
+    for name in SAMPLE_LOGS:
+        typer.echo(typer.style(f"\n== {name}", bold=True))
+        session = TranscriptSession()
+        _run(read_events(sample_path(name)), session, as_json=False, pace=pace)
+    typer.echo(
+        "\nStable text is green; the unstable tail is [bracketed]. Only finals become evidence."
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

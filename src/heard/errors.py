@@ -1,0 +1,68 @@
+"""Exceptions raised by heard.
+
+Library code raises these; only the CLI and server edges turn them into
+messages and exit codes. The tree::
+
+    HeardError
+    ├── InputError              bad user input (files, events, arguments)
+    │   └── EventLogError       a transcript-event log that cannot be read
+    ├── UnknownNameError        a strategy name not in its registry
+    ├── TurnStateError          an accumulator used out of order
+    └── MissingDependencyError  an optional extra is not installed
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "EventLogError",
+    "HeardError",
+    "InputError",
+    "MissingDependencyError",
+    "TurnStateError",
+    "UnknownNameError",
+]
+
+
+class HeardError(Exception):
+    """Base class of every error heard raises on purpose."""
+
+
+class InputError(HeardError):
+    """Input supplied by the user is missing, malformed or out of range."""
+
+
+class EventLogError(InputError):
+    """A transcript-event log (JSONL) could not be read.
+
+    ``line`` is 1-based, or ``None`` when the problem is the file as a whole.
+    """
+
+    def __init__(self, path: Path | str, line: int | None, problem: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {problem}")
+
+
+class UnknownNameError(HeardError, KeyError):
+    """A name that is not registered; the message lists the valid names."""
+
+    def __init__(self, kind: str, name: str, valid: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.valid = valid
+        super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(valid)}")
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])
+
+
+class TurnStateError(HeardError):
+    """A transcript accumulator was fed out of order (e.g. a partial after a final)."""
+
+
+class MissingDependencyError(HeardError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""

@@ -1,0 +1,170 @@
+"""One conversation's transcript state: turns, stable prefixes and gate decisions.
+
+``TranscriptSession`` keeps an accumulator and a speculation gate per speaker,
+opens a turn on a speaker's first partial and closes it on their final. It is
+what ``heard replay`` and the demo drive, and what a live conversation builds
+on. Time comes from the events (``t_ms``), never from a wall clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from heard.transcript.accumulator import Hypothesis, TranscriptAccumulator
+from heard.transcript.events import EventKind, TranscriptEvent
+from heard.transcript.gate import GateConfig, GateDecision, SpeculationGate
+from heard.transcript.signals import NO_SIGNALS, SignalExtractor, Signals
+from heard.transcript.turns import TurnId, TurnTracker
+
+__all__ = ["SessionSummary", "TranscriptSession", "TranscriptStep"]
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptStep:
+    """What one event did: the hypothesis it produced and the gate's decision."""
+
+    t_ms: int
+    speaker: str
+    turn_id: TurnId
+    kind: EventKind
+    hypothesis: Hypothesis
+    decision: GateDecision
+    signals: Signals
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "t_ms": self.t_ms,
+            "speaker": self.speaker,
+            "turn": str(self.turn_id),
+            "type": str(self.kind),
+            "stable": self.hypothesis.stable_prefix,
+            "unstable": self.hypothesis.unstable_suffix,
+            "revision": self.hypothesis.revision,
+            "contradiction": self.hypothesis.contradiction,
+            "decision": str(self.decision),
+            "entities": list(self.signals.entities),
+            "recall_phrases": list(self.signals.recall_phrases),
+        }
+
+
+@dataclass(slots=True)
+class SessionSummary:
+    events: int = 0
+    turns: int = 0
+    finals: int = 0
+    revisions: int = 0
+    """Partials and finals folded into some turn."""
+    speculations: int = 0
+    """Gate decisions that fired, finals included."""
+    contradictions: int = 0
+    finals_contradicting_stable: int = 0
+    """Finals that disagreed with the stable prefix committed before them."""
+    decisions: Counter[str] = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "events": self.events,
+            "turns": self.turns,
+            "finals": self.finals,
+            "revisions": self.revisions,
+            "speculations": self.speculations,
+            "contradictions": self.contradictions,
+            "finals_contradicting_stable": self.finals_contradicting_stable,
+            "decisions": dict(sorted(self.decisions.items())),
+        }
+
+
+@dataclass(slots=True)
+class _Speaker:
+    accumulator: TranscriptAccumulator
+    gate: SpeculationGate
+    signals: Signals = NO_SIGNALS
+    signals_for_words: int = -1
+
+
+class TranscriptSession:
+    """Fold transcript events of any number of speakers into steps."""
+
+    def __init__(
+        self,
+        *,
+        gate: GateConfig | None = None,
+        word_match: str = "normalized",
+        signals: SignalExtractor | None = None,
+    ) -> None:
+        self._gate_config = gate or GateConfig()
+        self._word_match = word_match
+        self._extractor = signals or SignalExtractor()
+        self._turns = TurnTracker()
+        self._speakers: dict[str, _Speaker] = {}
+        self.summary = SessionSummary()
+
+    def _speaker(self, name: str) -> _Speaker:
+        state = self._speakers.get(name)
+        if state is None:
+            state = self._speakers[name] = _Speaker(
+                TranscriptAccumulator(word_match=self._word_match),
+                SpeculationGate(self._gate_config),
+            )
+        return state
+
+    def _open_turn(self, speaker: str, state: _Speaker) -> TurnId:
+        turn = self._turns.current(speaker)
+        if turn is None:
+            turn = self._turns.speech_started(speaker)
+            state.accumulator.begin_turn(turn)
+            state.gate.reset()
+            state.signals, state.signals_for_words = NO_SIGNALS, -1
+            self.summary.turns += 1
+        return turn
+
+    def on_partial(self, speaker: str, text: str, t_ms: int) -> TranscriptStep:
+        state = self._speaker(speaker)
+        turn = self._open_turn(speaker, state)
+        hypothesis = state.accumulator.push_partial(text)
+        if hypothesis.contradiction:
+            self.summary.contradictions += 1
+        return self._decide(speaker, turn, EventKind.PARTIAL, hypothesis, state, t_ms)
+
+    def on_final(self, speaker: str, text: str, t_ms: int) -> TranscriptStep:
+        state = self._speaker(speaker)
+        turn = self._open_turn(speaker, state)
+        hypothesis = state.accumulator.finalize(text)
+        self._turns.turn_completed(speaker)
+        self.summary.finals += 1
+        if state.accumulator.final_contradicted:
+            self.summary.finals_contradicting_stable += 1
+        return self._decide(speaker, turn, EventKind.FINAL, hypothesis, state, t_ms)
+
+    def _decide(
+        self,
+        speaker: str,
+        turn: TurnId,
+        kind: EventKind,
+        hypothesis: Hypothesis,
+        state: _Speaker,
+        t_ms: int,
+    ) -> TranscriptStep:
+        # Signals are read from the stable prefix only, and only when it changed.
+        if hypothesis.final or hypothesis.stable_word_count != state.signals_for_words:
+            state.signals = self._extractor.extract(hypothesis.stable_prefix)
+            state.signals_for_words = hypothesis.stable_word_count
+        decision = state.gate.consider(hypothesis, t_ms, state.signals)
+        summary = self.summary
+        summary.events += 1
+        summary.revisions += 1
+        summary.decisions[decision] += 1
+        if decision.fires:
+            summary.speculations += 1
+        return TranscriptStep(t_ms, speaker, turn, kind, hypothesis, decision, state.signals)
+
+    def on_event(self, event: TranscriptEvent) -> TranscriptStep:
+        if event.kind is EventKind.FINAL:
+            return self.on_final(event.speaker, event.text, event.t_ms)
+        return self.on_partial(event.speaker, event.text, event.t_ms)
+
+    def replay(self, events: Iterable[TranscriptEvent]) -> Iterator[TranscriptStep]:
+        for event in events:
+            yield self.on_event(event)

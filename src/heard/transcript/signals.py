@@ -1,0 +1,121 @@
+"""Strong signals: cues in the stable text that make prefetching worth it at once.
+
+Two kinds, both deterministic and cheap: a known entity (a vocabulary the memory
+fills from page titles and aliases) and an explicit recall phrase ("do you
+remember", "what did I tell you about", ...). Matching is on token sequences
+(``tokenize``), so case, punctuation and spacing do not matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from heard.transcript.tokenize import tokenize
+
+__all__ = ["DEFAULT_RECALL_PHRASES", "SignalExtractor", "Signals"]
+
+DEFAULT_RECALL_PHRASES: tuple[str, ...] = (
+    "do you remember",
+    "you remember",
+    "remember when",
+    "remind me",
+    "what did i tell you",
+    "what did i say about",
+    "did i tell you",
+    "did i mention",
+    "i told you",
+    "you told me",
+    "last time we",
+    "last time i",
+    "we talked about",
+    "we discussed",
+    "as i said",
+    "as we said",
+    "the other day",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Entities (canonical names) and recall phrases found in a text."""
+
+    entities: tuple[str, ...] = ()
+    recall_phrases: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.entities or self.recall_phrases)
+
+    def keys(self) -> frozenset[str]:
+        """One key per signal, to tell new signals from ones already acted on."""
+        return frozenset(
+            [f"entity:{e}" for e in self.entities] + [f"recall:{p}" for p in self.recall_phrases]
+        )
+
+
+NO_SIGNALS = Signals()
+
+_Phrase = tuple[str, ...]
+
+
+class SignalExtractor:
+    """Finds known entities and recall phrases in text.
+
+    >>> ex = SignalExtractor({"Rhea": ["Rhea Sharma"]})
+    >>> ex.extract("Do you remember what Rhea Sharma ordered?")
+    Signals(entities=('Rhea',), recall_phrases=('do you remember', 'you remember'))
+    """
+
+    def __init__(
+        self,
+        entities: Mapping[str, Iterable[str]] | Iterable[str] = (),
+        recall_phrases: Iterable[str] = DEFAULT_RECALL_PHRASES,
+    ) -> None:
+        # first token -> [(phrase tokens, label)], longest phrase first
+        self._entities: dict[str, list[tuple[_Phrase, str]]] = {}
+        self._recall: dict[str, list[tuple[_Phrase, str]]] = {}
+        if isinstance(entities, Mapping):
+            for name, aliases in entities.items():
+                self.add_entity(name, aliases)
+        else:
+            for name in entities:
+                self.add_entity(name)
+        for phrase in recall_phrases:
+            self._add(self._recall, phrase, phrase)
+
+    def add_entity(self, name: str, aliases: Iterable[str] = ()) -> None:
+        """Recognize ``name`` and each alias as the entity ``name``."""
+        for surface in (name, *aliases):
+            self._add(self._entities, surface, name)
+
+    @staticmethod
+    def _add(table: dict[str, list[tuple[_Phrase, str]]], surface: str, label: str) -> None:
+        tokens = tuple(tokenize(surface))
+        if not tokens:
+            return
+        bucket = table.setdefault(tokens[0], [])
+        if (tokens, label) not in bucket:
+            bucket.append((tokens, label))
+            bucket.sort(key=lambda entry: -len(entry[0]))
+
+    @property
+    def entity_count(self) -> int:
+        return len({label for bucket in self._entities.values() for _, label in bucket})
+
+    def extract(self, text: str) -> Signals:
+        tokens = tokenize(text)
+        return Signals(
+            entities=self._scan(self._entities, tokens),
+            recall_phrases=self._scan(self._recall, tokens),
+        )
+
+    @staticmethod
+    def _scan(table: dict[str, list[tuple[_Phrase, str]]], tokens: list[str]) -> tuple[str, ...]:
+        found: dict[str, None] = {}  # ordered set: first mention first
+        if not table:
+            return ()
+        for i, token in enumerate(tokens):
+            for phrase, label in table.get(token, ()):
+                if tuple(tokens[i : i + len(phrase)]) == phrase:
+                    found[label] = None
+        return tuple(found)
