@@ -63,7 +63,7 @@ class SignalExtractor:
 
     >>> ex = SignalExtractor({"Rhea": ["Rhea Sharma"]})
     >>> ex.extract("Do you remember what Rhea Sharma ordered?")
-    Signals(entities=('Rhea',), recall_phrases=('do you remember', 'you remember'))
+    Signals(entities=('Rhea',), recall_phrases=('do you remember',))
     """
 
     def __init__(
@@ -111,11 +111,15 @@ class SignalExtractor:
 
     @staticmethod
     def _scan(table: dict[str, list[tuple[_Phrase, str]]], tokens: list[str]) -> tuple[str, ...]:
+        """Labels of the longest phrases matching at each position, without overlaps."""
         found: dict[str, None] = {}  # ordered set: first mention first
-        if not table:
-            return ()
-        for i, token in enumerate(tokens):
-            for phrase, label in table.get(token, ()):
+        i = 0
+        while table and i < len(tokens):
+            for phrase, label in table.get(tokens[i], ()):
                 if tuple(tokens[i : i + len(phrase)]) == phrase:
                     found[label] = None
+                    i += len(phrase)
+                    break
+            else:
+                i += 1
         return tuple(found)

@@ -31,7 +31,7 @@ ENGLISH_STOPWORDS: frozenset[str] = frozenset(
     into is it its itself just let me more most my myself no nor not now of off on once only
     or other our ours ourselves out over own same shall she should so some such than that
     the their theirs them themselves then there these they this those through to too under
-    until up very was we were what when where which while who whom why will with would you
+    until up us very was we were what when where which while who whom why will with would you
     your yours yourself yourselves s t d ll m re ve y um uh oh okay ok yeah
     """.split()
 )

@@ -1,0 +1,3 @@
+from heard.cli import app
+
+app(prog_name="heard")

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from heard.cli import app
+
+runner = CliRunner()
+
+
+def heard(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real entry point in a subprocess: exit codes and stderr as a user sees them."""
+    return subprocess.run(
+        [sys.executable, "-m", "heard", *args], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize("command", [[], ["replay"], ["demo"]])
+def test_every_command_has_help(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.startswith("heard ")
+
+
+@pytest.mark.parametrize("log", ["jfk_log", "runon_log"])
+def test_replay_prints_each_event_then_a_summary(log: str, request: pytest.FixtureRequest) -> None:
+    path: Path = request.getfixturevalue(log)
+    result = runner.invoke(app, ["replay", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    n_events = len(path.read_text().splitlines())
+    assert len(lines) == 1 + n_events + 1  # header, events, summary
+    assert "speaker#1" in lines[1]
+    assert lines[-1].startswith("turns 1 · revisions ")
+    assert "fire_final" in lines[-2]
+
+
+def test_replay_json(jfk_log: Path) -> None:
+    result = runner.invoke(app, ["replay", str(jfk_log), "--json"])
+    assert result.exit_code == 0
+    doc = json.loads(result.output)
+    assert doc["summary"]["turns"] == 1
+    assert doc["summary"]["revisions"] == len(doc["steps"]) == 22
+    last = doc["steps"][-1]
+    assert last["type"] == "final"
+    assert last["stable"].startswith("And so my fellow Americans")
+    assert last["unstable"] == ""
+
+
+def test_replay_exact_word_match_stabilizes_later(jfk_log: Path) -> None:
+    normal = json.loads(runner.invoke(app, ["replay", str(jfk_log), "--json"]).output)
+    exact = json.loads(
+        runner.invoke(app, ["replay", str(jfk_log), "--json", "--word-match", "exact"]).output
+    )
+    stable_normal = sum(len(s["stable"].split()) for s in normal["steps"][:-1])
+    stable_exact = sum(len(s["stable"].split()) for s in exact["steps"][:-1])
+    assert stable_normal > stable_exact
+
+
+def test_replay_with_an_entity_marks_the_signal(tmp_path: Path) -> None:
+    p = tmp_path / "e.jsonl"
+    p.write_text(
+        '{"t_ms": 0, "type": "partial", "text": "ask Kushal about"}\n'
+        '{"t_ms": 10, "type": "partial", "text": "ask Kushal about it"}\n'
+    )
+    result = runner.invoke(app, ["replay", str(p), "--entity", "Kushal"])
+    assert "fire_signal" in result.output
+    assert "(Kushal)" in result.output
+
+
+def test_demo_replays_the_bundled_samples() -> None:
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "jfk_partials.jsonl" in result.output
+    assert "runon_partials.jsonl" in result.output
+    assert "ask what you can do for your country" in result.output.lower()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "no such file"),
+        ("", "no events"),
+        ('{"t_ms": 1, "type": "partial", "text": "a"}\n{oops\n', ":2: malformed JSON"),
+        ('{"t_ms": 1, "type": "shout", "text": "a"}\n', ":1: unknown event type 'shout'"),
+        (
+            '{"t_ms": 9, "type": "partial", "text": "a"}\n{"t_ms": 3, "type": "final", "text": "a"}',
+            ":2: t_ms decreased",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_no_traceback(
+    tmp_path: Path, content: str | None, expected: str
+) -> None:
+    p = tmp_path / "events.jsonl"
+    if content is not None:
+        p.write_text(content)
+    result = heard("replay", str(p))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"heard: error: {p}")
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_word_match_is_a_clean_error(jfk_log: Path) -> None:
+    result = heard("replay", str(jfk_log), "--word-match", "fuzzy")
+    assert result.returncode == 2
+    assert "choose one of: exact, normalized" in result.stderr
+    assert "Traceback" not in result.stderr
