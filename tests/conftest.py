@@ -7,7 +7,9 @@ import pytest
 from heard.samples import sample_path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(__import__("os").environ.get("HEARD_SHARED_DATA", REPO.parent / "shared" / "data"))
+SHARED_DATA = Path(
+    __import__("os").environ.get("HEARD_SHARED_DATA", REPO.parent / "shared" / "data")
+)
 
 
 @pytest.fixture

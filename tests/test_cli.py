@@ -95,7 +95,8 @@ def test_demo_replays_the_bundled_samples() -> None:
         ('{"t_ms": 1, "type": "partial", "text": "a"}\n{oops\n', ":2: malformed JSON"),
         ('{"t_ms": 1, "type": "shout", "text": "a"}\n', ":1: unknown event type 'shout'"),
         (
-            '{"t_ms": 9, "type": "partial", "text": "a"}\n{"t_ms": 3, "type": "final", "text": "a"}',
+            '{"t_ms": 9, "type": "partial", "text": "a"}\n'
+            '{"t_ms": 3, "type": "final", "text": "a"}',
             ":2: t_ms decreased",
         ),
     ],

@@ -173,8 +173,7 @@ def revision_logs(draw: st.DrawFn) -> list[str]:
             i = draw(st.integers(0, len(words) - 1))
             words[i] = draw(st.sampled_from(WORDS))
         words = [
-            draw(st.sampled_from([w, w.upper(), w.capitalize(), w + ".", w + ","]))
-            for w in words
+            draw(st.sampled_from([w, w.upper(), w.capitalize(), w + ".", w + ","])) for w in words
         ]
         revisions.append(" ".join(words))
     return revisions

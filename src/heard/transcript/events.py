@@ -102,9 +102,7 @@ def iter_events(lines: Iterable[str], path: Path | str = "<events>") -> Iterator
             continue
         event = parse_event(raw, path, number)
         if event.t_ms < last_t_ms:
-            raise EventLogError(
-                path, number, f"t_ms decreased from {last_t_ms} to {event.t_ms}"
-            )
+            raise EventLogError(path, number, f"t_ms decreased from {last_t_ms} to {event.t_ms}")
         last_t_ms = event.t_ms
         seen = True
         yield event

@@ -23,18 +23,18 @@ _CJK = (
 )
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 
-ENGLISH_STOPWORDS: frozenset[str] = frozenset(
-    """
+_STOPWORD_TEXT = """
     a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers herself him himself his how i if in
-    into is it its itself just let me more most my myself no nor not now of off on once only
-    or other our ours ourselves out over own same shall she should so some such than that
-    the their theirs them themselves then there these they this those through to too under
-    until up us very was we were what when where which while who whom why will with would you
-    your yours yourself yourselves s t d ll m re ve y um uh oh okay ok yeah
-    """.split()
-)
+    from further had has have having he her here hers herself him himself his how i if
+    in into is it its itself just let me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same shall she should so some
+    such than that the their theirs them themselves then there these they this those
+    through to too under until up us very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves s t d ll m re ve y um uh
+    oh okay ok yeah
+"""
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
 
 
 def tokenize(text: str, *, stopwords: Collection[str] | None = None) -> list[str]:

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need, then lint, type-check and the whole suite.
+# Usage: bash tools/test.sh [extra pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the tests speak with (espeak-ng) and measure audio with (sox).
+missing=()
+command -v espeak-ng >/dev/null || missing+=(espeak-ng)
+command -v sox >/dev/null || missing+=(sox)
+if ((${#missing[@]})); then
+  echo "== installing system packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+echo "== installing heard[dev]"
+python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+
+echo "== ruff"
+python -m ruff format --check .
+python -m ruff check .
+echo "== mypy"
+python -m mypy
+echo "== pytest"
+python -m pytest "$@"
