@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from heard.transcript.events import EventKind, TranscriptEvent, read_events
 from heard.transcript.gate import GateDecision
 from heard.transcript.session import TranscriptSession
@@ -87,3 +90,22 @@ def test_runon_log_keeps_stabilizing_through_contradictions(runon_log: Path) -> 
     first = next(i for i, s in enumerate(partials) if s.hypothesis.contradiction)
     assert partials[-1].hypothesis.stable_word_count > partials[first].hypothesis.stable_word_count
     assert session.summary.speculations >= 3
+
+
+PHRASE_WORDS = ["do", "you", "remember", "rhea", "sharma", "the", "boat", "what", "did", "i"]
+PHRASE_WORDS += ["tell", "last", "time", "we", "tokyo", "office", "Rhea.", "Tokyo,"]
+
+
+@given(st.lists(st.lists(st.sampled_from(PHRASE_WORDS), min_size=1, max_size=4), max_size=12))
+def test_incremental_signals_match_a_full_rescan(growth: list[list[str]]) -> None:
+    extractor = SignalExtractor({"Rhea": ["Rhea Sharma"], "Tokyo office": []})
+    session = TranscriptSession(signals=extractor)
+    words: list[str] = []
+    for t, added in enumerate(growth):
+        words += added
+        # each text is repeated, so all but its last word become stable
+        session.on_partial("a", " ".join(words), 2 * t)
+        step = session.on_partial("a", " ".join(words), 2 * t + 1)
+        full = extractor.extract(step.hypothesis.stable_prefix)
+        assert set(step.signals.entities) == set(full.entities)
+        assert set(step.signals.recall_phrases) == set(full.recall_phrases)

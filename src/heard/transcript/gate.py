@@ -21,6 +21,7 @@ Defaults (``GateConfig``) and why:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -77,14 +78,23 @@ class SpeculationGate:
 
     def reset(self) -> None:
         self._last_fired_ms: int | None = None
-        self._last_query: list[str] = []
         self._acted_signals: frozenset[str] = frozenset()
         self.last_query_tokens: tuple[str, ...] = ()
         """The content tokens of the last speculation fired."""
 
     def consider(
-        self, hypothesis: Hypothesis, now_ms: int, signals: Signals = NO_SIGNALS
+        self,
+        hypothesis: Hypothesis,
+        now_ms: int,
+        signals: Signals = NO_SIGNALS,
+        query_tokens: Sequence[str] | None = None,
     ) -> GateDecision:
+        """Decide on ``hypothesis`` at ``now_ms``.
+
+        ``query_tokens`` are the content tokens of the stable prefix if the caller
+        already has them (``TranscriptSession`` keeps them incrementally);
+        otherwise they are computed here.
+        """
         if hypothesis.stable_word_count == 0:
             return GateDecision.NOTHING_STABLE
         new_signals = signals.keys() - self._acted_signals if signals else frozenset()
@@ -99,18 +109,20 @@ class SpeculationGate:
             return GateDecision.DEBOUNCED
         else:
             decision = GateDecision.FIRE
-        tokens = content_tokens(hypothesis.stable_prefix)
+        tokens = content_tokens(hypothesis.stable_prefix) if query_tokens is None else query_tokens
         if decision is GateDecision.FIRE:
-            old = self._last_query
-            common = 0
-            for a, b in zip(old, tokens, strict=False):
-                if a != b:
-                    break
-                common += 1
+            old = self.last_query_tokens
+            if tuple(tokens[: len(old)]) == old:
+                common = len(old)
+            else:
+                common = 0
+                for a, b in zip(old, tokens, strict=False):
+                    if a != b:
+                        break
+                    common += 1
             if len(tokens) - common < self.config.min_new_content_tokens:
                 return GateDecision.INSUFFICIENT_NEW_CONTENT
         self._last_fired_ms = now_ms
-        self._last_query = tokens
         self.last_query_tokens = tuple(tokens)
         self._acted_signals |= new_signals
         return decision

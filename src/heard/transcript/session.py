@@ -16,6 +16,7 @@ from heard.transcript.accumulator import Hypothesis, TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.gate import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.signals import NO_SIGNALS, SignalExtractor, Signals
+from heard.transcript.tokenize import ENGLISH_STOPWORDS, tokenize
 from heard.transcript.turns import TurnId, TurnTracker
 
 __all__ = ["SessionSummary", "TranscriptSession", "TranscriptStep"]
@@ -78,10 +79,23 @@ class SessionSummary:
 
 @dataclass(slots=True)
 class _Speaker:
+    """Per-speaker state; tokens and signals of the stable prefix are kept incrementally,
+    which is sound because the stable prefix only grows within a turn."""
+
     accumulator: TranscriptAccumulator
     gate: SpeculationGate
     signals: Signals = NO_SIGNALS
-    signals_for_words: int = -1
+    stable_words: int = 0
+    tokens: list[str] = field(default_factory=list)
+    query: list[str] = field(default_factory=list)
+    entities: dict[str, None] = field(default_factory=dict)
+    phrases: dict[str, None] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        self.signals = NO_SIGNALS
+        self.stable_words = 0
+        self.tokens, self.query = [], []
+        self.entities, self.phrases = {}, {}
 
 
 class TranscriptSession:
@@ -116,7 +130,7 @@ class TranscriptSession:
             turn = self._turns.speech_started(speaker)
             state.accumulator.begin_turn(turn)
             state.gate.reset()
-            state.signals, state.signals_for_words = NO_SIGNALS, -1
+            state.reset()
             self.summary.turns += 1
         return turn
 
@@ -147,11 +161,11 @@ class TranscriptSession:
         state: _Speaker,
         t_ms: int,
     ) -> TranscriptStep:
-        # Signals are read from the stable prefix only, and only when it changed.
-        if hypothesis.final or hypothesis.stable_word_count != state.signals_for_words:
-            state.signals = self._extractor.extract(hypothesis.stable_prefix)
-            state.signals_for_words = hypothesis.stable_word_count
-        decision = state.gate.consider(hypothesis, t_ms, state.signals)
+        if hypothesis.final:
+            state.reset()
+        if hypothesis.stable_word_count != state.stable_words:
+            self._grow_stable(state, hypothesis)
+        decision = state.gate.consider(hypothesis, t_ms, state.signals, state.query)
         summary = self.summary
         summary.events += 1
         summary.revisions += 1
@@ -159,6 +173,22 @@ class TranscriptSession:
         if decision.fires:
             summary.speculations += 1
         return TranscriptStep(t_ms, speaker, turn, kind, hypothesis, decision, state.signals)
+
+    def _grow_stable(self, state: _Speaker, hypothesis: Hypothesis) -> None:
+        """Tokenize only the newly stable words and scan them (with some overlap) for signals."""
+        new_words = hypothesis.stable_prefix.split()[state.stable_words :]
+        state.stable_words = hypothesis.stable_word_count
+        new_tokens = tokenize(" ".join(new_words))
+        if not new_tokens:
+            return
+        start = max(0, len(state.tokens) - self._extractor.longest_phrase + 1)
+        state.tokens.extend(new_tokens)
+        state.query.extend(t for t in new_tokens if t not in ENGLISH_STOPWORDS)
+        found = self._extractor.extract_tokens(state.tokens, start)
+        if found:
+            state.entities.update(dict.fromkeys(found.entities))
+            state.phrases.update(dict.fromkeys(found.recall_phrases))
+            state.signals = Signals(tuple(state.entities), tuple(state.phrases))
 
     def on_event(self, event: TranscriptEvent) -> TranscriptStep:
         if event.kind is EventKind.FINAL:

@@ -74,6 +74,7 @@ class SignalExtractor:
         # first token -> [(phrase tokens, label)], longest phrase first
         self._entities: dict[str, list[tuple[_Phrase, str]]] = {}
         self._recall: dict[str, list[tuple[_Phrase, str]]] = {}
+        self._longest = 0
         if isinstance(entities, Mapping):
             for name, aliases in entities.items():
                 self.add_entity(name, aliases)
@@ -88,11 +89,11 @@ class SignalExtractor:
         for surface in (name, *aliases):
             self._add(self._entities, surface, name)
 
-    @staticmethod
-    def _add(table: dict[str, list[tuple[_Phrase, str]]], surface: str, label: str) -> None:
+    def _add(self, table: dict[str, list[tuple[_Phrase, str]]], surface: str, label: str) -> None:
         tokens = tuple(tokenize(surface))
         if not tokens:
             return
+        self._longest = max(self._longest, len(tokens))
         bucket = table.setdefault(tokens[0], [])
         if (tokens, label) not in bucket:
             bucket.append((tokens, label))
@@ -102,19 +103,31 @@ class SignalExtractor:
     def entity_count(self) -> int:
         return len({label for bucket in self._entities.values() for _, label in bucket})
 
+    @property
+    def longest_phrase(self) -> int:
+        """Tokens in the longest entity or phrase (0 when there is none)."""
+        return self._longest
+
     def extract(self, text: str) -> Signals:
-        tokens = tokenize(text)
+        return self.extract_tokens(tokenize(text))
+
+    def extract_tokens(self, tokens: list[str], start: int = 0) -> Signals:
+        """Signals in already tokenized text, looking only at matches from ``start`` on."""
         return Signals(
-            entities=self._scan(self._entities, tokens),
-            recall_phrases=self._scan(self._recall, tokens),
+            entities=self._scan(self._entities, tokens, start),
+            recall_phrases=self._scan(self._recall, tokens, start),
         )
 
     @staticmethod
-    def _scan(table: dict[str, list[tuple[_Phrase, str]]], tokens: list[str]) -> tuple[str, ...]:
+    def _scan(
+        table: dict[str, list[tuple[_Phrase, str]]], tokens: list[str], start: int = 0
+    ) -> tuple[str, ...]:
         """Labels of the longest phrases matching at each position, without overlaps."""
         found: dict[str, None] = {}  # ordered set: first mention first
-        i = 0
-        while table and i < len(tokens):
+        if not table or table.keys().isdisjoint(tokens[start:]):
+            return ()
+        i = start
+        while i < len(tokens):
             for phrase, label in table.get(tokens[i], ()):
                 if tuple(tokens[i : i + len(phrase)]) == phrase:
                     found[label] = None
