@@ -8,10 +8,9 @@ and then a word inside the prefix changes. Measured side by side in one run:
 * ``heard session``: ``TranscriptSession`` (turns, accumulator, strong signals,
   speculation gate) - what ``heard replay`` and a live conversation run;
 * ``heard accumulator``: ``TranscriptAccumulator`` alone;
-* ``LocalAgreement-2``: the commit policy of whisper_streaming (Machacek et al.,
-  2023), re-implemented here from its published description: commit the longest
-  common prefix of the last two hypotheses, words compared exactly. It keeps no
-  last-word rule, no contradiction count and no gate, so it is a floor on cost.
+* ``LocalAgreement-2``: the commit policy of whisper_streaming, re-implemented
+  in ``bench/peers.py`` from its published description. It keeps no last-word
+  rule, no contradiction count and no gate, so it is a floor on cost.
 
 Usage: python bench/transcript.py [--minutes 60] [--repeat 5] [--json]
 """
@@ -29,6 +28,7 @@ from heard.transcript.accumulator import TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.session import TranscriptSession
 from heard.transcript.signals import SignalExtractor
+from peers import LocalAgreement2
 
 VOCABULARY = """
     we should book a table for two near the river on friday and ask rhea whether the
@@ -69,31 +69,6 @@ def synthetic_conversation(minutes: float, seed: int = 1) -> list[TranscriptEven
         events.append(TranscriptEvent(t_ms, EventKind.FINAL, " ".join(truth) + ".", speaker))
         t_ms += rng.randint(100, 600)
     return events
-
-
-class LocalAgreement2:
-    """whisper_streaming's LocalAgreement-2 commit policy, on whole-text hypotheses."""
-
-    def __init__(self) -> None:
-        self.committed: list[str] = []
-        self.previous: list[str] = []
-
-    def insert(self, text: str) -> list[str]:
-        words = text.split()
-        new = words[len(self.committed) :]
-        prev = self.previous[len(self.committed) :] if self.previous else []
-        agreed = 0
-        for a, b in zip(prev, new, strict=False):
-            if a != b:
-                break
-            agreed += 1
-        self.committed.extend(new[:agreed])
-        self.previous = words
-        return new[:agreed]
-
-    def finish(self, text: str) -> None:
-        self.committed = []
-        self.previous = []
 
 
 def run_session(events: list[TranscriptEvent]) -> int:

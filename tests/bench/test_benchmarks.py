@@ -1,0 +1,55 @@
+"""The benchmarks run, and the claims BENCHMARKS.md makes from them hold (no timings asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def load(name: str) -> ModuleType:
+    """Import a bench script the way ``python bench/NAME.py`` sees its neighbours."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    module_name = f"bench_{name}"
+    spec = importlib.util.spec_from_file_location(module_name, BENCH / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_transcript_benchmark_runs_on_a_short_conversation(capsys: object) -> None:
+    bench = load("transcript")
+    result = bench.main(["--minutes", "1", "--repeat", "1"])
+    assert result["revisions"] > 500
+    assert [t["name"] for t in result["timings"]][-1].startswith("LocalAgreement-2")
+
+
+def test_synthetic_hour_has_at_least_36000_revisions() -> None:
+    bench = load("transcript")
+    assert len(bench.synthetic_conversation(60)) >= 36_000
+
+
+def test_local_agreement_commits_the_common_prefix_of_the_last_two() -> None:
+    la = load("peers").LocalAgreement2()
+    assert la.insert("the cat") == []
+    assert la.insert("the cat sat") == ["the", "cat"]
+    assert la.insert("the cat sat on") == ["sat"]
+    # words are aligned by position past the committed ones (no timestamps in events)
+    assert la.insert("the cat sit on a") == ["on"]
+    assert la.insert("the cat sit on the") == []
+    assert la.committed == ["the", "cat", "sat", "on"]
+
+
+def test_normalized_matching_stabilizes_real_partials_earlier_than_exact() -> None:
+    for row in load("agreement").main([]):
+        rules = row["rules"]
+        assert rules["normalized"]["mean_lag_ms"] < rules["exact"]["mean_lag_ms"]
+        assert rules["normalized"]["words_earlier_than_exact"] > 0
+        assert rules["normalized"]["stable_before_final"] >= rules["exact"]["stable_before_final"]
