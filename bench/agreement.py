@@ -72,6 +72,7 @@ def measure(name: str) -> dict[str, object]:
             "mean_lag_ms": round(sum(lags) / n_words),
             "max_lag_ms": max(lags),
             "words_earlier_than_exact": sum(t < e for t, e in zip(times, exact_times, strict=True)),
+            "words_later_than_exact": sum(t > e for t, e in zip(times, exact_times, strict=True)),
         }
     rows["rules"] = results
     return rows
@@ -87,17 +88,17 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
         return table
     print(
         f"{'log':22}{'rule':18}{'stable before final':>20}{'mean lag ms':>12}"
-        f"{'max lag ms':>11}{'earlier than exact':>20}"
+        f"{'max lag ms':>11}{'earlier/later than exact':>26}"
     )
     for row in table:
         rules = row["rules"]
         assert isinstance(rules, dict)
         for label, r in rules.items():
             stable = f"{r['stable_before_final']}/{row['words']}"
-            earlier = f"{r['words_earlier_than_exact']}/{row['words']}"
+            earlier = f"{r['words_earlier_than_exact']}/{r['words_later_than_exact']}"
             print(
                 f"{row['log']:22}{label:18}{stable:>20}{r['mean_lag_ms']:>12,}"
-                f"{r['max_lag_ms']:>11,}{earlier:>20}"
+                f"{r['max_lag_ms']:>11,}{earlier:>26}"
             )
     return table
 

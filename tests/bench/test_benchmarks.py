@@ -52,4 +52,18 @@ def test_normalized_matching_stabilizes_real_partials_earlier_than_exact() -> No
         rules = row["rules"]
         assert rules["normalized"]["mean_lag_ms"] < rules["exact"]["mean_lag_ms"]
         assert rules["normalized"]["words_earlier_than_exact"] > 0
+        assert rules["normalized"]["words_later_than_exact"] == 0
         assert rules["normalized"]["stable_before_final"] >= rules["exact"]["stable_before_final"]
+
+
+def test_gate_grid_fires_less_as_the_new_content_minimum_rises() -> None:
+    rows = load("gate").main([])
+    for log in {r["log"] for r in rows}:
+        for debounce in {r["debounce_ms"] for r in rows}:
+            fired = [
+                r["speculations"]
+                for r in sorted(rows, key=lambda r: r["min_new_content_tokens"])
+                if r["log"] == log and r["debounce_ms"] == debounce
+            ]
+            assert fired == sorted(fired, reverse=True)
+            assert fired[0] > fired[-1]

@@ -12,11 +12,13 @@ Defaults (``GateConfig``) and why:
   500-1000 ms, so the window never hides one of its revisions; streaming
   recognizers (Gemini Live, Deepgram) revise every 50-150 ms, and the window
   folds such a burst into one retrieval.
-* ``min_new_content_tokens = 2``: speech carries about 1.2 content words a
-  second; one new content word rarely changes the top results of a lexical
-  query, two often do. On the committed real logs this fires 3 times for
-  the 11 s JFK turn and 5 times for the 16 s run-on turn (``heard replay``),
-  against 20 and 31 revisions.
+* ``min_new_content_tokens = 2``: speech carries about one content word a
+  second, and one more rarely changes what a lexical query finds. On the
+  bundled real logs (``python bench/gate.py``; table in BENCHMARKS.md) a
+  minimum of 2 fires 2 and 9 speculations over 21 and 32 partials, against 5
+  and 17 with a minimum of 1, while the last speculative query still holds 4/6
+  and 21/26 of the final's content tokens (5/6 and 22/26 with 1). A minimum of
+  3 saves little more (1 and 7) and loses freshness on the short turn (3/6).
 """
 
 from __future__ import annotations
