@@ -1,0 +1,21 @@
+"""The README's Python examples run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+
+
+def test_readme_has_python_examples() -> None:
+    assert BLOCKS
+
+
+@pytest.mark.parametrize("code", BLOCKS)
+def test_readme_python_block_runs(code: str, capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(code, str(README), "exec"), {})
+    assert capsys.readouterr().out
