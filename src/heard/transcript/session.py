@@ -73,7 +73,7 @@ class SessionSummary:
             "speculations": self.speculations,
             "contradictions": self.contradictions,
             "finals_contradicting_stable": self.finals_contradicting_stable,
-            "decisions": dict(sorted(self.decisions.items())),
+            "decisions": {str(k): v for k, v in sorted(self.decisions.items())},
         }
 
 
