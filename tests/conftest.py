@@ -20,3 +20,51 @@ def jfk_log() -> Path:
 @pytest.fixture
 def runon_log() -> Path:
     return sample_path("runon_partials.jsonl")
+
+
+# --- databases: every store test runs on SQLite and on the PostgreSQL at 127.0.0.1 ----------
+
+import uuid  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+from sqlalchemy import create_engine, text  # noqa: E402
+
+from heard.store.database import Database  # noqa: E402
+
+POSTGRES_URL = __import__("os").environ.get(
+    "HEARD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def postgres_database() -> Iterator[Database]:
+    """A Database in a schema of its own, dropped afterwards."""
+    schema = f"heard_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"PostgreSQL at {POSTGRES_URL} is not reachable ({e}); it must be running")
+    db = Database(
+        POSTGRES_URL, engine_options={"connect_args": {"options": f"-csearch_path={schema}"}}
+    )
+    try:
+        yield db
+    finally:
+        db.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        database = Database(f"sqlite:///{tmp_path / 'heard.db'}")
+        database.migrate()
+        yield database
+        database.dispose()
+    else:
+        for database in postgres_database():
+            database.migrate()
+            yield database

@@ -5,7 +5,9 @@ messages and exit codes. The tree::
 
     HeardError
     ├── InputError              bad user input (files, events, arguments)
-    │   └── EventLogError       a transcript-event log that cannot be read
+    │   ├── EventLogError       a transcript-event log that cannot be read
+    │   ├── AudioError          an audio file that is missing, empty or undecodable
+    │   └── NotFoundError       an id (meeting, track) that does not exist
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
     └── MissingDependencyError  an optional extra is not installed
@@ -16,10 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "AudioError",
     "EventLogError",
     "HeardError",
     "InputError",
     "MissingDependencyError",
+    "NotFoundError",
     "TurnStateError",
     "UnknownNameError",
 ]
@@ -45,6 +49,14 @@ class EventLogError(InputError):
         self.problem = problem
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {problem}")
+
+
+class AudioError(InputError):
+    """An audio file is missing, empty, not audio, or cannot be decoded."""
+
+
+class NotFoundError(InputError, LookupError):
+    """An id (meeting, track, page) that does not exist, or is not the caller's."""
 
 
 class UnknownNameError(HeardError, KeyError):

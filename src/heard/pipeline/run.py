@@ -1,0 +1,116 @@
+"""``run_pipeline``: a meeting's tracks to stored phrases, in this process.
+
+Idempotent: run it again after a crash at any point, or after it asked to retry
+later, and it converges on the same phrases without duplicates.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlalchemy import select
+
+from heard.asr.transcriber import Transcriber
+from heard.pipeline.steps import (
+    ClaimedTrack,
+    Clock,
+    PipelineOptions,
+    build_meeting,
+    claim_track,
+    recover_stuck,
+    transcribe_claimed,
+)
+from heard.store.database import Database
+from heard.store.meetings import resolve_meeting_id
+from heard.store.models import AudioTrack, MeetingStatus, TrackStatus, utc_now
+
+__all__ = ["PipelineOutcome", "PipelineResult", "TrackProgress", "run_pipeline"]
+
+
+class PipelineOutcome(StrEnum):
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    """Phrases were built, but one or more tracks failed."""
+    FAILED = "failed"
+    """Every track failed; there are no phrases."""
+    RETRY_LATER = "retry_later"
+    """A track is still recording (or being transcribed elsewhere); run again later."""
+    NOOP = "noop"
+    """No transcriber is configured; nothing was done."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineResult:
+    meeting_id: uuid.UUID
+    outcome: PipelineOutcome
+    phrases: int = 0
+    retry_in_s: float | None = None
+    waiting_on: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
+class TrackProgress:
+    """Callbacks a caller may pass to watch the run (the CLI draws progress bars with it)."""
+
+    def started(self, track: ClaimedTrack) -> None: ...
+    def advanced(self, track: ClaimedTrack, done_s: float, total_s: float) -> None: ...
+    def finished(self, track: ClaimedTrack, status: TrackStatus) -> None: ...
+
+
+def run_pipeline(
+    meeting_id: uuid.UUID | str,
+    *,
+    db: Database,
+    transcriber: Transcriber | None,
+    options: PipelineOptions | None = None,
+    clock: Clock = utc_now,
+    progress: TrackProgress | None = None,
+) -> PipelineResult:
+    """Transcribe the meeting's pending tracks, then (re)build its phrases.
+
+    ``transcriber=None`` means transcription is disabled: nothing is done.
+    """
+    options = options or PipelineOptions()
+    with db.session() as s:
+        mid = resolve_meeting_id(s, meeting_id)
+    if transcriber is None:
+        return PipelineResult(mid, PipelineOutcome.NOOP)
+    recover_stuck(db, mid, clock(), options)
+    while True:
+        with db.session() as s:
+            pending = s.scalars(
+                select(AudioTrack.id)
+                .where(AudioTrack.meeting_id == mid, AudioTrack.status == TrackStatus.PENDING)
+                .order_by(AudioTrack.id)
+            ).all()
+        if not pending:
+            break
+        for track_id in pending:
+            claim = claim_track(db, track_id, clock())
+            if claim is None:
+                continue  # another runner has it
+            if progress:
+                progress.started(claim)
+            advance: Callable[[float, float], None] | None = None
+            if progress:
+                advance = lambda done, total, c=claim: progress.advanced(c, done, total)  # noqa: E731
+            status = transcribe_claimed(db, claim, transcriber, clock, options, advance)
+            if progress:
+                progress.finished(claim, status)
+    built = build_meeting(db, mid, options)
+    if not built.built:
+        return PipelineResult(
+            mid,
+            PipelineOutcome.RETRY_LATER,
+            retry_in_s=options.retry_delay_s,
+            waiting_on=built.waiting_on,
+        )
+    outcome = {
+        MeetingStatus.COMPLETE: PipelineOutcome.COMPLETE,
+        MeetingStatus.PARTIAL: PipelineOutcome.PARTIAL,
+        MeetingStatus.FAILED: PipelineOutcome.FAILED,
+    }[built.status]
+    return PipelineResult(mid, outcome, phrases=built.phrases, failed=built.failed)

@@ -1,0 +1,236 @@
+"""The meeting pipeline's steps, each one short transaction, safe to repeat.
+
+The same steps serve the in-process run (``run_pipeline``) and the Celery tasks:
+
+* ``recover_stuck`` returns tracks left in ``transcribing`` past a timeout (a
+  crashed worker) to ``pending``, or marks them ``failed`` after the last attempt;
+* ``claim_track`` moves one track ``pending -> transcribing`` with a
+  compare-and-set UPDATE, so two runners never transcribe the same track;
+* ``transcribe_claimed`` runs the transcriber outside any transaction and
+  records segments (``done``) or the error (``pending`` again, or ``failed``);
+* ``build_meeting`` replaces the meeting's phrases in one transaction once every
+  track is done or failed. It locks the meeting row on PostgreSQL so concurrent
+  builds serialize; phrase positions are unique per meeting, so a duplicate
+  insert fails instead of doubling the transcript.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, delete, select, update
+
+from heard.asr.transcriber import ProgressCallback, Transcriber
+from heard.errors import InputError
+from heard.store.database import Database
+from heard.store.models import AudioTrack, Meeting, MeetingStatus, Participant, Phrase, TrackStatus
+from heard.timeline.phrases import Segment, Track, Word, build_phrases
+
+__all__ = [
+    "BuildResult",
+    "PipelineOptions",
+    "build_meeting",
+    "claim_track",
+    "recover_stuck",
+    "segments_from_json",
+    "segments_to_json",
+    "transcribe_claimed",
+]
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineOptions:
+    stuck_after_s: float = 1800.0
+    """A track ``transcribing`` this long was abandoned by a crashed runner (tiny.en
+    transcribes an hour of audio in a few minutes on 2 cores; 30 min is a wide margin)."""
+    max_attempts: int = 3
+    """Transcription attempts before a track is marked failed."""
+    retry_delay_s: float = 30.0
+    """How long to wait before trying again while a track is still recording."""
+    interjection_threshold_s: float = 1.5
+
+
+def segments_to_json(segments: list[Segment]) -> list[dict[str, Any]]:
+    return [
+        {
+            "start": s.start,
+            "end": s.end,
+            "text": s.text,
+            "words": [[w.start, w.end, w.text, w.probability] for w in s.words],
+        }
+        for s in segments
+    ]
+
+
+def segments_from_json(data: list[dict[str, Any]]) -> list[Segment]:
+    return [
+        Segment(d["start"], d["end"], d["text"], tuple(Word(*w) for w in d.get("words", ())))
+        for d in data
+    ]
+
+
+def recover_stuck(
+    db: Database, meeting_id: uuid.UUID, now: datetime, options: PipelineOptions
+) -> int:
+    """Return abandoned ``transcribing`` tracks to ``pending`` (or ``failed``); count them."""
+    cutoff = now - timedelta(seconds=options.stuck_after_s)
+    with db.session() as s:
+        stuck = s.scalars(
+            select(AudioTrack).where(
+                AudioTrack.meeting_id == meeting_id,
+                AudioTrack.status == TrackStatus.TRANSCRIBING,
+                AudioTrack.updated_at < cutoff,
+            )
+        ).all()
+        for track in stuck:
+            if track.attempts >= options.max_attempts:
+                track.status = TrackStatus.FAILED
+                track.last_error = (
+                    f"abandoned in transcribing after {track.attempts} attempts"
+                    f" (no progress for {options.stuck_after_s:.0f} s)"
+                )
+            else:
+                track.status = TrackStatus.PENDING
+                track.last_error = (
+                    f"abandoned in transcribing (no progress for {options.stuck_after_s:.0f} s)"
+                )
+            track.updated_at = now
+        return len(stuck)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedTrack:
+    id: uuid.UUID
+    participant: str
+    location: str
+    channel: int | None
+    attempts: int
+
+
+def claim_track(db: Database, track_id: uuid.UUID, now: datetime) -> ClaimedTrack | None:
+    """``pending -> transcribing`` if still pending (compare-and-set); None if someone else won."""
+    with db.session() as s:
+        result = s.execute(
+            update(AudioTrack)
+            .where(AudioTrack.id == track_id, AudioTrack.status == TrackStatus.PENDING)
+            .values(
+                status=TrackStatus.TRANSCRIBING, attempts=AudioTrack.attempts + 1, updated_at=now
+            )
+        )
+        if cast(CursorResult[Any], result).rowcount != 1:
+            return None
+        track = s.get_one(AudioTrack, track_id)
+        name = s.get_one(Participant, track.participant_id).name
+        return ClaimedTrack(track.id, name, track.location, track.channel, track.attempts)
+
+
+def transcribe_claimed(
+    db: Database,
+    claim: ClaimedTrack,
+    transcriber: Transcriber,
+    clock: Clock,
+    options: PipelineOptions,
+    on_progress: ProgressCallback | None = None,
+) -> TrackStatus:
+    """Transcribe a claimed track and record the outcome; returns the track's new status.
+
+    A bad file (``InputError``) fails the track at once; any other error leaves it
+    ``pending`` for another attempt until ``max_attempts``.
+    """
+    try:
+        segments = transcriber.transcribe(
+            claim.location, channel=claim.channel, on_progress=on_progress
+        )
+        error: str | None = None
+        permanent = False
+    except InputError as e:
+        segments, error, permanent = [], str(e), True
+    except Exception as e:  # noqa: BLE001 - any transcriber failure is recorded on the track
+        segments, error, permanent = [], f"{type(e).__name__}: {e}", False
+    with db.session() as s:
+        values: dict[str, Any] = {"updated_at": clock()}
+        if error is None:
+            values |= {
+                "status": TrackStatus.DONE,
+                "segments": segments_to_json(segments),
+                "transcriber": transcriber.name,
+                "last_error": None,
+            }
+        elif permanent or claim.attempts >= options.max_attempts:
+            values |= {"status": TrackStatus.FAILED, "last_error": error}
+        else:
+            values |= {"status": TrackStatus.PENDING, "last_error": error}
+        # Only the claim's own transcribing state may be overwritten: a track that was
+        # recovered and re-claimed meanwhile belongs to the newer attempt.
+        s.execute(
+            update(AudioTrack)
+            .where(
+                AudioTrack.id == claim.id,
+                AudioTrack.status == TrackStatus.TRANSCRIBING,
+                AudioTrack.attempts == claim.attempts,
+            )
+            .values(**values)
+        )
+        return TrackStatus(values.get("status", TrackStatus.TRANSCRIBING))
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    built: bool
+    """False when some track is not finished yet (nothing was written)."""
+    status: MeetingStatus
+    phrases: int
+    waiting_on: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+
+def build_meeting(db: Database, meeting_id: uuid.UUID, options: PipelineOptions) -> BuildResult:
+    """Replace the meeting's phrases with those of all done tracks, in one transaction."""
+    with db.session() as s:
+        meeting = s.scalars(select(Meeting).where(Meeting.id == meeting_id).with_for_update()).one()
+        rows = s.execute(
+            select(AudioTrack, Participant.name)
+            .join(Participant, AudioTrack.participant_id == Participant.id)
+            .where(AudioTrack.meeting_id == meeting_id)
+        ).all()
+        waiting = tuple(
+            sorted(
+                name for t, name in rows if t.status not in (TrackStatus.DONE, TrackStatus.FAILED)
+            )
+        )
+        if waiting:
+            return BuildResult(False, meeting.status, 0, waiting_on=waiting)
+        failed = tuple(sorted(name for t, name in rows if t.status is TrackStatus.FAILED))
+        ids = {name: t.participant_id for t, name in rows}
+        tracks = {
+            name: Track(segments_from_json(t.segments or []), t.offset_s)
+            for t, name in rows
+            if t.status is TrackStatus.DONE
+        }
+        drafts = build_phrases(tracks, interjection_threshold_s=options.interjection_threshold_s)
+        s.execute(delete(Phrase).where(Phrase.meeting_id == meeting_id))
+        t0 = meeting.started_at
+        s.add_all(
+            Phrase(
+                meeting_id=meeting_id,
+                participant_id=ids[d.participant],
+                position=i,
+                text=d.text,
+                start_at=t0 + timedelta(seconds=d.start),
+                end_at=t0 + timedelta(seconds=d.end),
+            )
+            for i, d in enumerate(drafts)
+        )
+        if not failed:
+            meeting.status = MeetingStatus.COMPLETE
+        elif len(failed) == len(rows):
+            meeting.status = MeetingStatus.FAILED
+        else:
+            meeting.status = MeetingStatus.PARTIAL
+        return BuildResult(True, meeting.status, len(drafts), failed=failed)

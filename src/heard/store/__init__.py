@@ -1,0 +1,22 @@
+"""The SQL store: meetings, participants, audio tracks and phrases (SQLAlchemy + Alembic)."""
+
+from heard.store.database import Database, StoreError
+from heard.store.models import (
+    AudioTrack,
+    Meeting,
+    MeetingStatus,
+    Participant,
+    Phrase,
+    TrackStatus,
+)
+
+__all__ = [
+    "AudioTrack",
+    "Database",
+    "Meeting",
+    "MeetingStatus",
+    "Participant",
+    "Phrase",
+    "StoreError",
+    "TrackStatus",
+]

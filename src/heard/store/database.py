@@ -1,0 +1,78 @@
+"""The store's engine and sessions; the schema is created and upgraded by Alembic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from heard.config import database_url
+from heard.errors import HeardError, InputError
+
+__all__ = ["Database", "StoreError"]
+
+
+class StoreError(HeardError):
+    """The database cannot be reached or is not heard's."""
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+class Database:
+    """One store: ``Database()`` uses ``$HEARD_DATABASE_URL`` or the SQLite default."""
+
+    def __init__(self, url: str | None = None, *, engine_options: dict[str, Any] | None = None):
+        self.url = database_url(url)
+        try:
+            parsed = make_url(self.url)
+        except ArgumentError as e:
+            raise InputError(f"database URL {self.url!r} is not a SQLAlchemy URL ({e})") from None
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        options = {"pool_pre_ping": True, **(engine_options or {})}
+        self.engine: Engine = create_engine(self.url, **options)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest migration (creates it on an empty database)."""
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(files("heard.store") / "migrations"))
+        try:
+            with self.engine.begin() as connection:
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+        except OperationalError as e:
+            raise StoreError(f"cannot reach the database at {self.safe_url}: {e.orig}") from None
+
+    @property
+    def safe_url(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def has_schema(self) -> bool:
+        return inspect(self.engine).has_table("meetings")
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session in one transaction: committed on success, rolled back on any error."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()

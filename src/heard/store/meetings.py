@@ -1,0 +1,240 @@
+"""Meetings in the store: create them with their tracks, read them back.
+
+Every function takes a ``Database`` and works in one transaction; ids are UUIDs,
+and wherever a user types one a unique prefix of at least 8 characters is enough.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import String, cast, func, select
+from sqlalchemy.orm import Session
+
+from heard.errors import InputError, NotFoundError
+from heard.store.database import Database
+from heard.store.models import (
+    AudioTrack,
+    Meeting,
+    MeetingStatus,
+    Participant,
+    Phrase,
+    TrackStatus,
+    utc_now,
+)
+
+__all__ = [
+    "MeetingSummary",
+    "StoredPhrase",
+    "TrackSpec",
+    "TrackState",
+    "create_meeting",
+    "get_meeting",
+    "list_meetings",
+    "meeting_phrases",
+    "resolve_meeting_id",
+    "track_states",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TrackSpec:
+    """One participant's track as a user describes it."""
+
+    participant: str
+    location: str
+    offset_s: float = 0.0
+    channel: int | None = None
+    status: TrackStatus = TrackStatus.PENDING
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingSummary:
+    id: uuid.UUID
+    title: str
+    started_at: datetime
+    status: MeetingStatus
+    participants: tuple[str, ...]
+    phrases: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrackState:
+    id: uuid.UUID
+    participant: str
+    location: str
+    channel: int | None
+    offset_s: float
+    status: TrackStatus
+    attempts: int
+    last_error: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPhrase:
+    participant: str
+    start_at: datetime
+    end_at: datetime
+    start_s: float
+    """Seconds from the meeting start."""
+    end_s: float
+    text: str
+
+
+def _check_tracks(tracks: Sequence[TrackSpec]) -> None:
+    if not tracks:
+        raise InputError("a meeting needs at least one track")
+    seen: set[str] = set()
+    for t in tracks:
+        name = t.participant.strip()
+        if not name:
+            raise InputError(f"track {t.location!r}: the participant name is empty")
+        if name.casefold() in seen:
+            raise InputError(f"participant {name!r} is named twice; names must be unique")
+        seen.add(name.casefold())
+        if not (t.offset_s >= 0 and t.offset_s < float("inf")):
+            raise InputError(f"track {t.location!r}: offset must be >= 0 seconds, got {t.offset_s}")
+        if t.channel not in (None, 0, 1):
+            raise InputError(f"track {t.location!r}: channel must be 0 or 1, got {t.channel}")
+
+
+def create_meeting(
+    db: Database,
+    *,
+    title: str,
+    tracks: Sequence[TrackSpec],
+    started_at: datetime | None = None,
+) -> uuid.UUID:
+    """Store a meeting, its participants and their tracks in one transaction."""
+    _check_tracks(tracks)
+    started = started_at or utc_now()
+    if started.tzinfo is None:
+        raise InputError(f"meeting start {started.isoformat()} has no time zone")
+    with db.session() as s:
+        meeting = Meeting(title=title, started_at=started, status=MeetingStatus.PENDING)
+        s.add(meeting)
+        s.flush()
+        for spec in tracks:
+            participant = Participant(meeting_id=meeting.id, name=spec.participant.strip())
+            s.add(participant)
+            s.flush()
+            s.add(
+                AudioTrack(
+                    meeting_id=meeting.id,
+                    participant_id=participant.id,
+                    location=spec.location,
+                    channel=spec.channel,
+                    offset_s=float(spec.offset_s),
+                    status=spec.status,
+                    attempts=0,
+                    updated_at=utc_now(),
+                )
+            )
+        return meeting.id
+
+
+def resolve_meeting_id(session: Session, meeting_id: uuid.UUID | str) -> uuid.UUID:
+    """The meeting's id from a UUID or a unique prefix of one; ``NotFoundError`` otherwise."""
+    if isinstance(meeting_id, uuid.UUID):
+        found = session.get(Meeting, meeting_id)
+        if found is None:
+            raise NotFoundError(f"no meeting {meeting_id}")
+        return found.id
+    text = meeting_id.strip().lower()
+    try:
+        exact = uuid.UUID(text)
+    except ValueError:
+        exact = None
+    if exact is not None:
+        return resolve_meeting_id(session, exact)
+    if len(text) < 8 or any(c not in "0123456789abcdef-" for c in text):
+        raise NotFoundError(
+            f"no meeting {meeting_id!r} (give its id, or at least 8 characters of it)"
+        )
+    # UUIDs are stored without dashes on SQLite and as uuid on PostgreSQL; compare as text.
+    column = func.replace(cast(Meeting.id, String), "-", "")
+    ids = session.scalars(
+        select(Meeting.id).where(column.like(text.replace("-", "") + "%")).limit(2)
+    ).all()
+    if not ids:
+        raise NotFoundError(f"no meeting {meeting_id!r}")
+    if len(ids) > 1:
+        raise NotFoundError(f"meeting id {meeting_id!r} is ambiguous; give more characters")
+    return ids[0]
+
+
+def _summary(session: Session, meeting: Meeting) -> MeetingSummary:
+    count = session.scalar(select(func.count()).where(Phrase.meeting_id == meeting.id)) or 0
+    return MeetingSummary(
+        meeting.id,
+        meeting.title,
+        meeting.started_at,
+        meeting.status,
+        tuple(p.name for p in meeting.participants),
+        count,
+    )
+
+
+def get_meeting(db: Database, meeting_id: uuid.UUID | str) -> MeetingSummary:
+    with db.session() as s:
+        meeting = s.get_one(Meeting, resolve_meeting_id(s, meeting_id))
+        return _summary(s, meeting)
+
+
+def list_meetings(db: Database) -> list[MeetingSummary]:
+    with db.session() as s:
+        meetings = s.scalars(select(Meeting).order_by(Meeting.started_at.desc())).all()
+        return [_summary(s, m) for m in meetings]
+
+
+def track_states(db: Database, meeting_id: uuid.UUID | str) -> list[TrackState]:
+    with db.session() as s:
+        mid = resolve_meeting_id(s, meeting_id)
+        rows = s.execute(
+            select(AudioTrack, Participant.name)
+            .join(Participant, AudioTrack.participant_id == Participant.id)
+            .where(AudioTrack.meeting_id == mid)
+            .order_by(Participant.name, AudioTrack.id)
+        ).all()
+        return [
+            TrackState(
+                t.id,
+                name,
+                t.location,
+                t.channel,
+                t.offset_s,
+                t.status,
+                t.attempts,
+                t.last_error,
+                t.updated_at,
+            )
+            for t, name in rows
+        ]
+
+
+def meeting_phrases(db: Database, meeting_id: uuid.UUID | str) -> list[StoredPhrase]:
+    with db.session() as s:
+        mid = resolve_meeting_id(s, meeting_id)
+        meeting = s.get_one(Meeting, mid)
+        rows = s.execute(
+            select(Phrase, Participant.name)
+            .join(Participant, Phrase.participant_id == Participant.id)
+            .where(Phrase.meeting_id == mid)
+            .order_by(Phrase.position)
+        ).all()
+        t0 = meeting.started_at
+        return [
+            StoredPhrase(
+                name,
+                p.start_at,
+                p.end_at,
+                (p.start_at - t0).total_seconds(),
+                (p.end_at - t0).total_seconds(),
+                p.text,
+            )
+            for p, name in rows
+        ]

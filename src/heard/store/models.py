@@ -1,0 +1,178 @@
+"""SQLAlchemy models of meetings, participants, audio tracks and phrases.
+
+Times are timezone-aware UTC in Python; SQLite stores them as naive UTC,
+PostgreSQL as ``timestamptz``. Status columns are strings with CHECK
+constraints, so both backends enforce the same values.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Dialect,
+    Enum,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+__all__ = [
+    "AudioTrack",
+    "Base",
+    "Meeting",
+    "MeetingStatus",
+    "Participant",
+    "Phrase",
+    "TrackStatus",
+    "UTCDateTime",
+    "utc_now",
+]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on every backend; naive values are refused."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: heard stores aware UTC times")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class TrackStatus(StrEnum):
+    RECORDING = "recording"
+    PENDING = "pending"
+    TRANSCRIBING = "transcribing"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class MeetingStatus(StrEnum):
+    PENDING = "pending"
+    """Phrases not built yet."""
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    """Phrases built without one or more failed tracks."""
+    FAILED = "failed"
+    """Every track failed."""
+
+
+def _enum(cls: type[StrEnum], name: str) -> Enum:
+    return Enum(
+        cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=16,
+        values_callable=lambda e: [m.value for m in e],
+    )
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), uuid.UUID: Uuid()}
+
+
+class Meeting(Base):
+    __tablename__ = "meetings"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    title: Mapped[str] = mapped_column(String(500))
+    started_at: Mapped[datetime]
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+    status: Mapped[MeetingStatus] = mapped_column(
+        _enum(MeetingStatus, "meeting_status"), default=MeetingStatus.PENDING
+    )
+
+    participants: Mapped[list[Participant]] = relationship(
+        back_populates="meeting", cascade="all, delete-orphan", order_by="Participant.name"
+    )
+
+
+class Participant(Base):
+    __tablename__ = "participants"
+    __table_args__ = (UniqueConstraint("meeting_id", "name", name="uq_participant_name"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    meeting_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("meetings.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+
+    meeting: Mapped[Meeting] = relationship(back_populates="participants")
+    tracks: Mapped[list[AudioTrack]] = relationship(
+        back_populates="participant", cascade="all, delete-orphan"
+    )
+
+
+class AudioTrack(Base):
+    __tablename__ = "audio_tracks"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    meeting_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("meetings.id", ondelete="CASCADE"), index=True
+    )
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    location: Mapped[str] = mapped_column(Text)
+    """Where the audio is: a file path (a URL scheme may come later)."""
+    channel: Mapped[int | None] = mapped_column(Integer)
+    """0 or 1 for one channel of a stereo file; None for the downmix."""
+    offset_s: Mapped[float] = mapped_column(Float, default=0.0)
+    status: Mapped[TrackStatus] = mapped_column(
+        _enum(TrackStatus, "track_status"), default=TrackStatus.PENDING
+    )
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now)
+    segments: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    """The transcriber's segments (track-relative seconds) once done."""
+    transcriber: Mapped[str | None] = mapped_column(String(200))
+
+    participant: Mapped[Participant] = relationship(back_populates="tracks")
+
+
+class Phrase(Base):
+    __tablename__ = "phrases"
+    __table_args__ = (UniqueConstraint("meeting_id", "position", name="uq_phrase_position"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    meeting_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("meetings.id", ondelete="CASCADE"), index=True
+    )
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    position: Mapped[int] = mapped_column(Integer)
+    """Order on the timeline; unique per meeting, so a double insert cannot duplicate."""
+    text: Mapped[str] = mapped_column(Text)
+    start_at: Mapped[datetime]
+    end_at: Mapped[datetime]
+
+    participant: Mapped[Participant] = relationship()

@@ -1,0 +1,23 @@
+"""The meeting timeline: per-participant segments merged into phrases. Pure."""
+
+from heard.timeline.phrases import (
+    INTERJECTION_THRESHOLD_S,
+    PhraseDraft,
+    Segment,
+    SpeakerSegment,
+    Track,
+    Word,
+    build_phrases,
+    merge_timeline,
+)
+
+__all__ = [
+    "INTERJECTION_THRESHOLD_S",
+    "PhraseDraft",
+    "Segment",
+    "SpeakerSegment",
+    "Track",
+    "Word",
+    "build_phrases",
+    "merge_timeline",
+]

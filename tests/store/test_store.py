@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import func, select
+
+from heard.config import DATABASE_URL_ENV, database_url
+from heard.errors import InputError, NotFoundError
+from heard.store.database import Database
+from heard.store.meetings import (
+    TrackSpec,
+    create_meeting,
+    get_meeting,
+    list_meetings,
+    meeting_phrases,
+    track_states,
+)
+from heard.store.models import Base, Meeting, MeetingStatus, Participant, TrackStatus
+
+T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+
+
+def test_migrations_create_exactly_the_models_schema(db: Database) -> None:
+    with db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == []
+    db.migrate()  # a second upgrade is a no-op
+    assert db.has_schema()
+
+
+def test_create_and_read_a_meeting(db: Database) -> None:
+    mid = create_meeting(
+        db,
+        title="Weekly sync",
+        started_at=T0,
+        tracks=[TrackSpec("alice", "a.wav"), TrackSpec("bob", "b.wav", offset_s=30, channel=1)],
+    )
+    summary = get_meeting(db, mid)
+    assert summary.title == "Weekly sync"
+    assert summary.started_at == T0
+    assert summary.started_at.tzinfo is not None
+    assert summary.status is MeetingStatus.PENDING
+    assert summary.participants == ("alice", "bob")
+    states = track_states(db, mid)
+    assert [(t.participant, t.offset_s, t.channel, t.status) for t in states] == [
+        ("alice", 0.0, None, TrackStatus.PENDING),
+        ("bob", 30.0, 1, TrackStatus.PENDING),
+    ]
+    assert meeting_phrases(db, mid) == []
+    assert [m.id for m in list_meetings(db)] == [mid]
+
+
+def test_times_are_stored_as_utc_whatever_the_zone(db: Database) -> None:
+    paris = timezone(timedelta(hours=1))
+    mid = create_meeting(
+        db, title="t", started_at=T0.astimezone(paris), tracks=[TrackSpec("a", "a.wav")]
+    )
+    assert get_meeting(db, mid).started_at == T0
+    assert get_meeting(db, mid).started_at.utcoffset() == timedelta(0)
+    with pytest.raises(InputError, match="no time zone"):
+        create_meeting(db, title="t", started_at=datetime(2026, 1, 1), tracks=[TrackSpec("a", "a")])
+
+
+def test_meeting_ids_resolve_by_unique_prefix(db: Database) -> None:
+    mid = create_meeting(db, title="t", started_at=T0, tracks=[TrackSpec("a", "a.wav")])
+    assert get_meeting(db, str(mid)).id == mid
+    assert get_meeting(db, str(mid)[:8]).id == mid
+    assert get_meeting(db, str(mid).upper()).id == mid
+    for bad in ["0000000000", "nope", str(mid)[:4], "zzzzzzzzzz"]:
+        with pytest.raises(NotFoundError):
+            get_meeting(db, bad)
+
+
+@pytest.mark.parametrize(
+    ("tracks", "problem"),
+    [
+        ([], "at least one track"),
+        ([TrackSpec("alice", "a.wav"), TrackSpec("Alice", "b.wav")], "named twice"),
+        ([TrackSpec(" ", "a.wav")], "name is empty"),
+        ([TrackSpec("a", "a.wav", offset_s=-1)], "offset must be >= 0"),
+        ([TrackSpec("a", "a.wav", offset_s=float("nan"))], "offset must be >= 0"),
+        ([TrackSpec("a", "a.wav", channel=2)], "channel must be 0 or 1"),
+    ],
+)
+def test_bad_tracks_store_nothing(db: Database, tracks: list[TrackSpec], problem: str) -> None:
+    with pytest.raises(InputError, match=problem):
+        create_meeting(db, title="t", started_at=T0, tracks=tracks)
+    with db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Meeting)) == 0
+        assert s.scalar(select(func.count()).select_from(Participant)) == 0
+
+
+def test_database_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DATABASE_URL_ENV, "postgresql+psycopg://u@h/db")
+    assert database_url() == "postgresql+psycopg://u@h/db"
+    assert database_url("sqlite:///x.db") == "sqlite:///x.db"
+    monkeypatch.delenv(DATABASE_URL_ENV)
+    assert database_url().startswith("sqlite:///")
+    assert database_url().endswith("heard/heard.db")
+
+
+def test_a_bad_url_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="not a SQLAlchemy URL"):
+        Database("not a url")
