@@ -1,79 +1,24 @@
-"""The ``heard`` command line: thin shells over the library.
-
-Errors heard raises on purpose (``HeardError``) become one line on stderr and
-exit code 2; anything else is a bug and keeps its traceback.
-"""
+"""``heard replay``: transcript-event logs through the stabilization core."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable
-from functools import wraps
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated
 
 import typer
 
-from heard import __version__
-from heard.errors import HeardError
-from heard.samples import SAMPLE_LOGS, sample_path
+from heard.cli.app import app, reports_errors
 from heard.transcript.events import TranscriptEvent, read_events
 from heard.transcript.gate import GateConfig, GateDecision
 from heard.transcript.session import TranscriptSession, TranscriptStep
 from heard.transcript.signals import SignalExtractor
 from heard.transcript.words import WORD_MATCHERS
 
-app = typer.Typer(
-    name="heard",
-    help="Conversation audio into stable transcripts, timelines, captions and memory.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-EXIT_BAD_INPUT = 2
 _DEFAULT_GATE = GateConfig()
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"heard: error: {message}", err=True)
-    return typer.Exit(EXIT_BAD_INPUT)
-
-
-def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn ``HeardError`` into one line on stderr and exit code 2."""
-
-    @wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except HeardError as e:
-            raise _fail(str(e)) from None
-
-    return wrapper
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"heard {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
-    ] = False,
-) -> None:
-    """heard turns live or recorded speech into stable transcripts, meeting timelines,
-    captions released at a chosen cadence, and memory an assistant can recall from."""
-
 
 _DECISION_COLOURS = {
     GateDecision.FIRE: "cyan",
@@ -109,7 +54,7 @@ def _render_summary(session: TranscriptSession) -> str:
     )
 
 
-def _run(
+def replay_events(
     events: Iterable[TranscriptEvent],
     session: TranscriptSession,
     *,
@@ -180,27 +125,4 @@ def replay(
     """Replay a transcript-event log: per event the turn, stable text, unstable tail and
     the speculation gate's decision, then a summary."""
     session = _session(word_match, debounce_ms, min_new_tokens, entity)
-    _run(read_events(events), session, as_json=as_json)
-
-
-@app.command()
-@reports_errors
-def demo(
-    pace: Annotated[
-        float,
-        typer.Option(min=0, help="Replay at this multiple of real time (0: as fast as possible)."),
-    ] = 0.0,
-) -> None:
-    """Show heard at work on its bundled samples: real faster-whisper partials of two
-    recordings, stabilized as they arrive."""
-    for name in SAMPLE_LOGS:
-        typer.echo(typer.style(f"\n== {name}", bold=True))
-        session = TranscriptSession()
-        _run(read_events(sample_path(name)), session, as_json=False, pace=pace)
-    typer.echo(
-        "\nStable text is green; the unstable tail is [bracketed]. Only finals become evidence."
-    )
-
-
-if __name__ == "__main__":  # pragma: no cover
-    app()
+    replay_events(read_events(events), session, as_json=as_json)
