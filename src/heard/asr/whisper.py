@@ -134,10 +134,17 @@ class FasterWhisperTranscriber:
         kept: list[Segment] = []
         for raw in raw_segments:
             words = tuple(
-                Word(round(w.start, 3), round(w.end, 3), w.word.strip(), round(w.probability, 4))
+                Word(
+                    float(round(w.start, 3)),
+                    float(round(w.end, 3)),
+                    w.word.strip(),
+                    float(round(w.probability, 4)),
+                )
                 for w in (raw.words or ())
             )
-            segment = Segment(round(raw.start, 3), round(raw.end, 3), raw.text.strip(), words)
+            segment = Segment(
+                float(round(raw.start, 3)), float(round(raw.end, 3)), raw.text.strip(), words
+            )
             reason = self._reject(segment, raw, kept)
             if reason:
                 self.dropped.append((segment, reason))

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from heard.cli.app import app, reports_errors
+from heard.cli.meetings import document, transcribe_meeting
 from heard.cli.transcript import replay_events
-from heard.samples import SAMPLE_LOGS, sample_path
+from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
+from heard.store.database import Database
+from heard.store.meetings import TrackSpec
+from heard.timeline.formats import render
 from heard.transcript.events import read_events
 from heard.transcript.session import TranscriptSession
 
@@ -18,13 +24,31 @@ from heard.transcript.session import TranscriptSession
 def demo(
     pace: Annotated[
         float,
-        typer.Option(min=0, help="Replay at this multiple of real time (0: as fast as possible)."),
+        typer.Option(min=0, help="Replay partials at this multiple of real time (0: at once)."),
     ] = 0.0,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", help="Store the demo meeting here (default: a temporary SQLite file)."
+        ),
+    ] = None,
 ) -> None:
-    """Show heard at work on its bundled samples: real faster-whisper partials of two
-    recordings, stabilized as they arrive."""
+    """Show heard at work on its bundled samples: a three-person meeting transcribed with
+    faster-whisper onto one timeline, then live partials stabilized as they arrive."""
+    meeting = sample_meeting()
+    typer.echo(typer.style(f"== Meeting: {meeting.title}", bold=True))
+    typer.echo("   tracks: " + ", ".join(f"{who} ({path.name} @{offset:g}s)"
+                                         for who, path, offset in meeting.tracks))  # fmt: skip
+    specs = [TrackSpec(who, str(path), offset) for who, path, offset in meeting.tracks]
+    with tempfile.TemporaryDirectory() as tmp:
+        database = Database(db or f"sqlite:///{Path(tmp) / 'demo.db'}")
+        try:
+            meeting_id = transcribe_meeting(specs, title=meeting.title, db=database)
+            typer.echo(render(document(database, meeting_id), "txt"), nl=False)
+        finally:
+            database.dispose()
     for name in SAMPLE_LOGS:
-        typer.echo(typer.style(f"\n== {name}", bold=True))
+        typer.echo(typer.style(f"\n== Live partials: {name}", bold=True))
         session = TranscriptSession()
         replay_events(read_events(sample_path(name)), session, as_json=False, pace=pace)
     typer.echo(

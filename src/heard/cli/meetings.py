@@ -93,7 +93,7 @@ def write_output(text: str, output: Path | None) -> None:
         raise
 
 
-def _document(db: Database, meeting_id: str) -> TranscriptDoc:
+def document(db: Database, meeting_id: str) -> TranscriptDoc:
     meeting = get_meeting(db, meeting_id)
     phrases = [
         TimedPhrase(p.participant, p.start_s, p.end_s, p.text, p.start_at, p.end_at)
@@ -189,7 +189,7 @@ def transcribe(
     meeting_id = transcribe_meeting(
         specs, title=title or f"Meeting {started:%Y-%m-%d %H:%M}", db=database, started_at=started
     )
-    write_output(render(_document(database, meeting_id), fmt), output)
+    write_output(render(document(database, meeting_id), fmt), output)
 
 
 @app.command()
@@ -219,7 +219,7 @@ def export(
 ) -> None:
     """Write a stored meeting's transcript in any format."""
     FORMATS[fmt]
-    write_output(render(_document(Database(db), meeting_id), fmt), output)
+    write_output(render(document(Database(db), meeting_id), fmt), output)
 
 
 @app.command()
