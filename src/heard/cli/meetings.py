@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 
 from heard.asr.audio import probe_audio
 from heard.cli.app import app, reports_errors
-from heard.errors import InputError
+from heard.errors import InputError, NotFoundError
 from heard.pipeline import PipelineOutcome, TrackProgress, run_pipeline
 from heard.pipeline.steps import ClaimedTrack
 from heard.store.database import Database
@@ -91,6 +91,16 @@ def write_output(text: str, output: Path | None) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def open_store(url: str | None, meeting_id: str | None = None) -> Database:
+    """The store, its schema upgraded; asking for a meeting in an empty store is not found."""
+    db = Database(url)
+    if db.has_schema():
+        db.migrate()
+    elif meeting_id is not None:
+        raise NotFoundError(f"no meeting {meeting_id!r} (no meetings in {db.safe_url})")
+    return db
 
 
 def document(db: Database, meeting_id: str) -> TranscriptDoc:
@@ -219,7 +229,7 @@ def export(
 ) -> None:
     """Write a stored meeting's transcript in any format."""
     FORMATS[fmt]
-    write_output(render(document(Database(db), meeting_id), fmt), output)
+    write_output(render(document(open_store(db, meeting_id), meeting_id), fmt), output)
 
 
 @app.command()
@@ -229,7 +239,7 @@ def meetings(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List stored meetings, newest first."""
-    database = Database(db)
+    database = open_store(db)
     rows = list_meetings(database) if database.has_schema() else []
     if as_json:
         payload = [
@@ -255,7 +265,7 @@ def status(
     db: DbOption = None,
 ) -> None:
     """Show a meeting's tracks: status, attempts and the last error."""
-    database = Database(db)
+    database = open_store(db, meeting_id)
     meeting = get_meeting(database, meeting_id)
     typer.echo(f"{meeting.id}  {meeting.status}  {meeting.title}")
     for t in track_states(database, meeting.id):

@@ -79,9 +79,18 @@ def test_replay_with_an_entity_marks_the_signal(tmp_path: Path) -> None:
     assert "(Kushal)" in result.output
 
 
-def test_demo_replays_the_bundled_samples() -> None:
+@pytest.mark.asr
+def test_demo_transcribes_the_sample_meeting_and_replays_partials() -> None:
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("[00:")]
+    assert [line.split("] ")[1].split(":")[0] for line in lines] == [
+        "alice",
+        "carol",
+        "bob",
+        "alice",
+    ]
+    assert "uh-huh" in lines[1].lower()
     assert "jfk_partials.jsonl" in result.output
     assert "runon_partials.jsonl" in result.output
     assert "ask what you can do for your country" in result.output.lower()

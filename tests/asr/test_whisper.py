@@ -1,0 +1,206 @@
+"""faster-whisper on real speech: the shared recordings and espeak-ng speech made here."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+import wave
+from pathlib import Path
+from types import SimpleNamespace
+
+import jiwer
+import numpy as np
+import pytest
+
+from heard.asr import FasterWhisperTranscriber, WhisperOptions, load_audio, probe_audio
+from heard.asr.whisper import _load_model
+from heard.errors import AudioError
+from heard.pipeline import PipelineOutcome, run_pipeline
+from heard.store.database import Database
+from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
+from heard.timeline.phrases import Segment
+from tests.conftest import SHARED_DATA
+
+pytestmark = pytest.mark.asr
+
+STEREO = SHARED_DATA / "audio" / "stereo_diarization.wav"
+JFK = SHARED_DATA / "audio" / "jfk.flac"
+STEREO_SENTENCES = {
+    "left": "He began a confused complaint against the wizard, "
+    "who had vanished behind the curtain on the left.",
+    "right": "The horizon seems extremely distant.",
+}
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+
+def normalize(text: str) -> str:
+    return jiwer.RemovePunctuation()(text.lower()).strip()
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    return float(jiwer.wer(normalize(reference), normalize(hypothesis)))
+
+
+@pytest.fixture(scope="module")
+def transcriber() -> FasterWhisperTranscriber:
+    return FasterWhisperTranscriber()
+
+
+def test_stereo_channels_as_two_participants(
+    tmp_path: Path, transcriber: FasterWhisperTranscriber
+) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'stereo.db'}")
+    db.migrate()
+    mid = create_meeting(
+        db,
+        title="stereo",
+        tracks=[
+            TrackSpec("left", str(STEREO), channel=0),
+            TrackSpec("right", str(STEREO), channel=1),
+        ],
+    )
+    result = run_pipeline(mid, db=db, transcriber=transcriber)
+    assert result.outcome is PipelineOutcome.COMPLETE
+    phrases = meeting_phrases(db, mid)
+    assert len(phrases) == 2
+    by_speaker = {p.participant: p.text for p in phrases}
+    assert set(by_speaker) == {"left", "right"}
+    for speaker, sentence in STEREO_SENTENCES.items():
+        assert wer(sentence, by_speaker[speaker]) <= 0.1, (speaker, by_speaker[speaker])
+
+
+def test_jfk_with_word_timestamps(transcriber: FasterWhisperTranscriber) -> None:
+    segments = transcriber.transcribe(JFK)
+    text = " ".join(s.text for s in segments)
+    reference = (
+        "And so my fellow Americans ask not what your country can do for you "
+        "ask what you can do for your country"
+    )
+    assert wer(reference, text) <= 0.1
+    words = [w for s in segments for w in s.words]
+    assert len(words) >= 20
+    assert all(s.start <= w.start <= w.end <= s.end + 0.5 for s in segments for w in s.words)
+    assert words[0].start < 1.0
+    assert segments[-1].end == pytest.approx(10.5, abs=1.0)
+
+
+def test_silence_yields_no_segments(tmp_path: Path, transcriber: FasterWhisperTranscriber) -> None:
+    silence = tmp_path / "silence.wav"
+    rng = np.random.default_rng(0)
+    samples = (rng.normal(0, 30, 16_000 * 8)).astype(np.int16)  # 8 s of faint noise
+    with wave.open(str(silence), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(samples.tobytes())
+    assert transcriber.transcribe(silence) == []
+
+
+def test_the_model_is_loaded_once_per_process() -> None:
+    a = _load_model(WhisperOptions())
+    b = FasterWhisperTranscriber().model
+    assert a is b
+
+
+def raw(
+    text: str, start: float = 0.0, end: float = 2.0, no_speech: float = 0.1, logprob: float = -0.2
+) -> SimpleNamespace:
+    return SimpleNamespace(
+        start=start, end=end, text=text, no_speech_prob=no_speech, avg_logprob=logprob
+    )
+
+
+@pytest.mark.parametrize(
+    ("segment", "raw_segment", "kept", "reason"),
+    [
+        (Segment(0, 2, "hello there"), raw("hello there"), [], None),
+        (Segment(0, 0.2, "hi"), raw("hi", end=0.2), [], "shorter than 0.3 s"),
+        (Segment(0, 2, ""), raw(""), [], "empty"),
+        (
+            Segment(0, 2, "Thank you."),
+            raw("Thank you.", no_speech=0.9, logprob=-1.5),
+            [],
+            "probably not speech",
+        ),
+        (Segment(0, 2, "Thank you."), raw("Thank you.", no_speech=0.9, logprob=-0.3), [], None),
+        (Segment(0, 9, "and the " * 20), raw("and the " * 20, end=9), [], "repetitive text"),
+        (
+            Segment(3, 5, "Okay."),
+            raw("Okay."),
+            [Segment(0, 2, "okay.")],
+            "repeats the previous segment",
+        ),
+    ],
+)
+def test_hallucination_guards(
+    segment: Segment, raw_segment: SimpleNamespace, kept: list[Segment], reason: str | None
+) -> None:
+    assert FasterWhisperTranscriber()._reject(segment, raw_segment, kept) == reason
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"", "empty file"),
+        (b"RIFF\x00\x00\x00\x00WAVEjunk" * 10, "cannot"),
+        (b"plain text\n" * 100, "cannot"),
+    ],
+)
+def test_bad_audio_files(tmp_path: Path, content: bytes, problem: str) -> None:
+    path = tmp_path / "bad.wav"
+    path.write_bytes(content)
+    with pytest.raises(AudioError, match=problem):
+        probe_audio(path)
+    with pytest.raises(AudioError, match=problem):
+        load_audio(path)
+    with pytest.raises(AudioError, match="no such file"):
+        load_audio(tmp_path / "missing.wav")
+
+
+def load_tool(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(f"tool_{name}", TOOLS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.system
+def test_an_espeak_meeting_has_the_phrase_structure_the_spec_predicts(
+    tmp_path: Path, transcriber: FasterWhisperTranscriber
+) -> None:
+    if shutil.which("espeak-ng") is None or shutil.which("sox") is None:
+        pytest.fail("espeak-ng and sox are missing: run the tests through tools/test.sh")
+    tool = load_tool("make_meeting")
+    script = [
+        ("dana", "Thanks for joining. The budget review is done and the numbers look fine.", 0.5),
+        ("eli", "Okay.", "after 0 +0.3"),
+        ("dana", "We can ship the new release next Tuesday if nobody objects.", "after 0 +1.1"),
+        ("finn", "I have one concern about the database migration on Tuesday.", "after 2 +1.0"),
+    ]
+    voices = {"dana": tool.Voice("en-us+f2", 150), "eli": tool.Voice("en+m1", 150),
+              "finn": tool.Voice("en+m4", 150, join_s=None)}  # fmt: skip
+    manifest = tool.make_meeting(tmp_path / "m", script, voices, "review")
+    db = Database(f"sqlite:///{tmp_path / 'm.db'}")
+    db.migrate()
+    specs = [
+        TrackSpec(t["participant"], str(tmp_path / "m" / t["file"]), t["offset_s"])
+        for t in manifest["tracks"]
+    ]
+    assert specs[-1].offset_s > 5  # finn joins late
+    mid = create_meeting(db, title="review", tracks=specs)
+    assert run_pipeline(mid, db=db, transcriber=transcriber).outcome is PipelineOutcome.COMPLETE
+    phrases = meeting_phrases(db, mid)
+    assert [p.participant for p in phrases] == ["dana", "eli", "finn"]
+    dana, eli, finn = phrases
+    # eli's interjection is its own phrase inside dana's, which it does not break
+    assert dana.start_s < eli.start_s < eli.end_s < dana.end_s
+    assert eli.end_s - eli.start_s < 1.5
+    assert "budget" in dana.text.lower()
+    assert "tuesday" in dana.text.lower()
+    # finn's words sit at his offset on the meeting timeline, after dana
+    assert finn.start_s >= dana.end_s
+    assert "migration" in finn.text.lower()

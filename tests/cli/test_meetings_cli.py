@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from heard.cli import app
+from heard.cli.meetings import parse_track
+from heard.errors import InputError
+from heard.store.database import Database
+from heard.store.meetings import list_meetings
+
+runner = CliRunner()
+SPEC_EXAMPLE = {
+    "participants": {
+        "A": {"offset_s": 0.0, "segments": [{"start": 0, "end": 20, "text": "I'll start"},
+                                            {"start": 30, "end": 40, "text": "so"}]},
+        "B": {"offset_s": 5.0, "segments": [{"start": 5, "end": 15, "text": "I'm here"}]},
+    }
+}  # fmt: skip
+
+
+def heard(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
+                          input=stdin, check=False, env=env)  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["transcribe", "phrases", "export", "meetings", "status"])
+def test_help(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage" in result.output
+
+
+@pytest.mark.parametrize(
+    ("arg", "participant", "suffix", "offset", "channel"),
+    [
+        ("alice=a.wav", "alice", "a.wav", 0.0, None),
+        ("bob=b.wav@30", "bob", "b.wav", 30.0, None),
+        ("bob=b.wav@12.5", "bob", "b.wav", 12.5, None),
+        ("bob=b.wav@1:30", "bob", "b.wav", 90.0, None),
+        ("left=s.wav#left@2", "left", "s.wav", 2.0, 0),
+        ("right=s.wav#R", "right", "s.wav", 0.0, 1),
+        (" Carol Ann =dir/c d.flac", "Carol Ann", "dir/c d.flac", 0.0, None),
+    ],
+)
+def test_parse_track(
+    arg: str, participant: str, suffix: str, offset: float, channel: int | None
+) -> None:
+    spec = parse_track(arg)
+    assert (spec.participant, spec.offset_s, spec.channel) == (participant, offset, channel)
+    assert spec.location.endswith(suffix)
+    assert Path(spec.location).is_absolute()
+
+
+@pytest.mark.parametrize(
+    ("arg", "problem"),
+    [
+        ("a.wav", "expected NAME=FILE"),
+        ("=a.wav", "expected NAME=FILE"),
+        ("alice=", "expected NAME=FILE"),
+        ("alice=a.wav@soon", "bad offset 'soon'"),
+        ("alice=a.wav@-3", "bad offset '-3'"),
+        ("alice=a.wav#middle", "bad channel 'middle'"),
+        ("alice=@3", "no file"),
+    ],
+)
+def test_parse_track_rejects(arg: str, problem: str) -> None:
+    with pytest.raises(InputError, match=problem):
+        parse_track(arg)
+
+
+def test_phrases_from_a_file_and_from_stdin(tmp_path: Path) -> None:
+    path = tmp_path / "segments.json"
+    path.write_text(json.dumps(SPEC_EXAMPLE))
+    expected = [
+        {"participant": "A", "start": 0.0, "end": 20.0, "text": "I'll start"},
+        {"participant": "B", "start": 10.0, "end": 20.0, "text": "I'm here"},
+        {"participant": "A", "start": 30.0, "end": 40.0, "text": "so"},
+    ]
+    from_file = heard("phrases", str(path))
+    assert from_file.returncode == 0, from_file.stderr
+    assert json.loads(from_file.stdout) == expected
+    from_stdin = heard("phrases", "-", stdin=json.dumps(SPEC_EXAMPLE))
+    assert json.loads(from_stdin.stdout) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{oops", "malformed JSON"),
+        ("[]", "not segment JSON"),
+        (
+            '{"participants": {"A": {"segments": [{"start": 5, "end": 1, "text": "x"}]}}}',
+            "before start",
+        ),
+        (
+            '{"participants": {"A": {"segments": [{"start": "0", "end": 1, "text": "x"}]}}}',
+            "participants/A/segments/0/start",
+        ),
+        ('{"participants": {"A": {"offset_s": -1, "segments": []}}}', "offset_s"),
+    ],
+)
+def test_phrases_rejects_bad_segment_json(tmp_path: Path, content: str, problem: str) -> None:
+    path = tmp_path / "segments.json"
+    path.write_text(content)
+    result = heard("phrases", str(path))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"heard: error: {path}: ")
+    assert problem in result.stderr
+    assert "Traceback" not in result.stderr
+    missing = heard("phrases", str(tmp_path / "none.json"))
+    assert missing.returncode == 2
+    assert "no such file" in missing.stderr
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+
+
+def stored_meetings(env: dict[str, str]) -> int:
+    db = Database(env["HEARD_DATABASE_URL"])
+    return len(list_meetings(db)) if db.has_schema() else 0
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "problem"),
+    [
+        (None, ["alice={missing}"], "no such file"),
+        ("empty", ["alice={file}"], "empty file, expected audio"),
+        ("text", ["alice={file}"], "cannot read as audio"),
+        ("text", ["alice={jfk}", "Alice={jfk}"], "named twice"),
+        (None, ["alice={jfk}@ten"], "bad offset 'ten'"),
+        (None, ["alice={jfk}", "--format", "docx"], "unknown format 'docx'"),
+    ],
+)
+def test_transcribe_rejects_bad_input_and_stores_nothing(
+    tmp_path: Path, env: dict[str, str], make: str | None, args: list[str], problem: str
+) -> None:
+    file = tmp_path / "input.wav"
+    if make == "empty":
+        file.write_bytes(b"")
+    elif make == "text":
+        file.write_text("this is not audio\n" * 50)
+    jfk = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "audio" / "jfk.flac"
+    filled = [a.format(missing=tmp_path / "missing.wav", file=file, jfk=jfk) for a in args]
+    result = heard("transcribe", *filled, env=env)
+    assert result.returncode == 2, result.stderr
+    assert problem in result.stderr
+    assert "Traceback" not in result.stderr
+    assert stored_meetings(env) == 0
+
+
+def test_export_and_status_of_an_unknown_meeting(env: dict[str, str]) -> None:
+    for command in ("export", "status"):
+        result = heard(command, "0123456789", env=env)
+        assert result.returncode == 2
+        assert "no meeting '0123456789'" in result.stderr
+
+
+def test_meetings_on_an_empty_database(env: dict[str, str]) -> None:
+    result = heard("meetings", env=env)
+    assert result.returncode == 0
+    assert "no meetings" in result.stdout
+    assert json.loads(heard("meetings", "--json", env=env).stdout) == []
