@@ -155,3 +155,13 @@ def test_phrase_properties(tracks: dict[str, Track], threshold: float) -> None:
         mine = [s for s in track.segments if s.text in p.text.split()]
         assert p.start == min(s.start for s in mine) + track.offset_s
         assert p.end == max(s.end for s in mine) + track.offset_s
+
+
+def test_a_tie_that_changes_the_grouping_is_broken_by_name_in_any_input_order() -> None:
+    # A and B both start a 7 s segment at 5 s; A's name sorts first, so A's run continues
+    # (0-12) and B's overlapping segment is its own phrase. B first would split A in two.
+    a = Track([seg(0, 5, "a1"), seg(5, 12, "a2")])
+    b = Track([seg(5, 12, "b1")])
+    expected = [PhraseDraft("A", 0, 12, "a1 a2"), PhraseDraft("B", 5, 12, "b1")]
+    assert build_phrases({"A": a, "B": b}) == expected
+    assert build_phrases({"B": b, "A": a}) == expected
