@@ -17,8 +17,9 @@ Phrases come out sorted by start. The function is pure: no clock, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 __all__ = [
     "INTERJECTION_THRESHOLD_S",
@@ -93,20 +94,20 @@ class PhraseDraft:
         }
 
 
+def _placed(tracks: Mapping[str, Track]) -> list[tuple[float, float, str, int, str]]:
+    """(start, end, participant, index, text) on the meeting timeline, in timeline order."""
+    rows = [
+        (seg.start + track.offset_s, seg.end + track.offset_s, participant, index, seg.text)
+        for participant, track in tracks.items()
+        for index, seg in enumerate(track.segments)
+    ]
+    rows.sort()
+    return rows
+
+
 def merge_timeline(tracks: Mapping[str, Track]) -> list[SpeakerSegment]:
     """Every segment shifted by its track's offset, in timeline order."""
-    keyed = []
-    for participant, track in tracks.items():
-        for index, seg in enumerate(track.segments):
-            start, end = seg.start + track.offset_s, seg.end + track.offset_s
-            keyed.append(
-                (
-                    (start, end, participant, index),
-                    SpeakerSegment(participant, start, end, seg.text),
-                )
-            )
-    keyed.sort(key=lambda pair: pair[0])
-    return [seg for _, seg in keyed]
+    return [SpeakerSegment(who, start, end, text) for start, end, who, _, text in _placed(tracks)]
 
 
 @dataclass(slots=True)
@@ -116,24 +117,13 @@ class _Open:
     end: float
     texts: list[str]
 
-    def add(self, segments: Iterable[SpeakerSegment]) -> None:
-        for seg in segments:
-            self.end = max(self.end, seg.end)
-            self.texts.append(seg.text)
-
     def draft(self) -> PhraseDraft:
-        text = " ".join(t.strip() for t in self.texts if t.strip())
-        return PhraseDraft(self.participant, self.start, self.end, text)
-
-
-def _runs(timeline: list[SpeakerSegment]) -> list[list[SpeakerSegment]]:
-    runs: list[list[SpeakerSegment]] = []
-    for seg in timeline:
-        if runs and runs[-1][0].participant == seg.participant:
-            runs[-1].append(seg)
+        texts = self.texts
+        if len(texts) == 1:
+            text = texts[0].strip()
         else:
-            runs.append([seg])
-    return runs
+            text = " ".join(filter(None, map(str.strip, texts)))
+        return PhraseDraft(self.participant, self.start, self.end, text)
 
 
 def build_phrases(
@@ -146,22 +136,31 @@ def build_phrases(
         raise ValueError(f"interjection_threshold_s must be >= 0, got {interjection_threshold_s}")
     done: list[_Open] = []
     current: _Open | None = None
-    for run in _runs(merge_timeline(tracks)):
-        who = run[0].participant
+    rows = _placed(tracks)
+    i, n = 0, len(rows)
+    while i < n:
+        start, end, who, _, text = rows[i]
+        texts = [text]
+        j = i + 1
+        while j < n and rows[j][2] == who:  # a run: consecutive segments of one participant
+            row = rows[j]
+            if row[1] > end:
+                end = row[1]
+            texts.append(row[4])
+            j += 1
+        i = j
         if current is not None and who == current.participant:
-            current.add(run)
-            continue
-        phrase = _Open(who, run[0].start, run[0].end, [])
-        phrase.add(run)
-        span = max(s.end for s in run) - run[0].start
-        if current is not None and span < interjection_threshold_s:
-            done.append(phrase)  # an interjection: its own phrase, the open one stays open
+            if end > current.end:
+                current.end = end
+            current.texts += texts
+        elif current is not None and end - start < interjection_threshold_s:
+            done.append(_Open(who, start, end, texts))  # an interjection; the open phrase stays
         else:
             if current is not None:
                 done.append(current)
-            current = phrase
+            current = _Open(who, start, end, texts)
     if current is not None:
         done.append(current)
     drafts = [p.draft() for p in done]
-    drafts.sort(key=lambda d: (d.start, d.end, d.participant))
+    drafts.sort(key=attrgetter("start", "end", "participant"))
     return drafts
