@@ -16,6 +16,12 @@ def test_readme_has_python_examples() -> None:
 
 
 @pytest.mark.parametrize("code", BLOCKS)
-def test_readme_python_block_runs(code: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_python_block_runs(
+    code: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # examples may write files (a SQLite store) where they run
     exec(compile(code, str(README), "exec"), {})
     assert capsys.readouterr().out

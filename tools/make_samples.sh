@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-create the real partial logs bundled in src/heard/samples/ (needs heard[asr],
+# Re-create the real partial logs bundled in src/heard/samples/ (needs heard,
 # espeak-ng and sox). The logs are committed; run this only to refresh them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

