@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     assert isinstance(t, dict)
     print(f"transcribe {t['tracks']} tracks, {t['audio_s']} s of audio, best of {args.repeat}:")
     print(
-        f"  heard transcribe        {t['heard_wall_s']:>7} s  peak RSS {t['heard_peak_rss_mib']} MiB"
+        f"  heard transcribe        {t['heard_wall_s']:>7} s  "
+        f"peak RSS {t['heard_peak_rss_mib']} MiB"
     )
     print(f"  faster-whisper direct   {t['faster_whisper_wall_s']:>7} s  peak RSS "
           f"{t['faster_whisper_peak_rss_mib']} MiB")  # fmt: skip
