@@ -44,10 +44,10 @@ for path in sys.argv[1:]:
 """
 
 
-def run_measured(cmd: list[str]) -> tuple[float, float]:
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process."""
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     if status != 0:
@@ -101,10 +101,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         peer_cmd = [sys.executable, "-c", PEER, *[str(p) for _, p, _ in tracks]]
         heard_runs, peer_runs = [], []
         for i in range(args.repeat):
-            env_db = f"sqlite:///{Path(tmp) / f'bench{i}.db'}"
-            os.environ["HEARD_DATABASE_URL"] = env_db
+            env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{Path(tmp) / f'b{i}.db'}"}
             peer_runs.append(run_measured(peer_cmd))
-            heard_runs.append(run_measured(heard_cmd))
+            heard_runs.append(run_measured(heard_cmd, env))
         heard_wall = min(w for w, _ in heard_runs)
         peer_wall = min(w for w, _ in peer_runs)
         result["transcribe"] = {

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -67,3 +69,17 @@ def test_gate_grid_fires_less_as_the_new_content_minimum_rises() -> None:
             ]
             assert fired == sorted(fired, reverse=True)
             assert fired[0] > fired[-1]
+
+
+@pytest.mark.asr
+def test_meeting_benchmark_runs_both_sides_on_the_same_tracks() -> None:
+    result = load("meeting").main(["--loops", "1", "--repeat", "1"])
+    t = result["transcribe"]
+    assert t["tracks"] == 3
+    assert t["audio_s"] > 20
+    assert t["heard_wall_s"] > 0
+    assert t["faster_whisper_wall_s"] > 0
+    assert set(result["real_time_factor"]) == {"alice", "bob", "carol"}
+    b = result["build_phrases"]
+    assert b["segments"] > 50_000
+    assert 0 < b["phrases"] <= b["segments"]

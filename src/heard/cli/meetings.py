@@ -174,6 +174,25 @@ def transcribe_meeting(
     return str(meeting_id)
 
 
+def enqueue(tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime) -> str:
+    """Check files and broker, store the meeting, send its tasks; the meeting id.
+
+    Nothing is stored when a file or the broker is bad.
+    """
+    from heard.pipeline.celery_app import check_broker, enqueue_meeting
+
+    for spec in tracks:
+        probe_audio(spec.location)
+    check_broker()
+    db.migrate()
+    meeting_id = create_meeting(
+        db, title=title or f"Meeting {started_at:%Y-%m-%d %H:%M}", tracks=tracks,
+        started_at=started_at,
+    )  # fmt: skip
+    enqueue_meeting(db, meeting_id)
+    return str(meeting_id)
+
+
 @app.command()
 @reports_errors
 def transcribe(
@@ -190,6 +209,14 @@ def transcribe(
     db: DbOption = None,
     fmt: FormatOption = "txt",
     output: OutputOption = None,
+    queue: Annotated[
+        bool,
+        typer.Option(
+            "--queue",
+            help="Enqueue for Celery workers ($HEARD_BROKER_URL) instead of transcribing here; "
+            "prints the meeting id.",
+        ),
+    ] = False,
 ) -> None:
     """Transcribe one track per participant and store the meeting; print its transcript.
 
@@ -199,6 +226,9 @@ def transcribe(
     specs = [parse_track(arg) for arg in tracks]
     database = Database(db)
     started = datetime.now(UTC)
+    if queue:
+        typer.echo(enqueue(specs, title=title, db=database, started_at=started))
+        return
     meeting_id = transcribe_meeting(
         specs, title=title or f"Meeting {started:%Y-%m-%d %H:%M}", db=database, started_at=started
     )

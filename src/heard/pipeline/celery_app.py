@@ -1,0 +1,180 @@
+"""The meeting pipeline on Celery workers: one task per track, one per meeting.
+
+``transcribe_track`` claims a track (compare-and-set ``pending -> transcribing``),
+transcribes it and records the outcome, then asks for ``build_meeting`` once
+every track of the meeting is finished. ``build_meeting`` replaces the meeting's
+phrases in one transaction holding the meeting row's lock (``SELECT ... FOR
+UPDATE`` on PostgreSQL), so two workers building the same meeting serialize and
+the second rewrites the same phrases.
+
+Why the task bodies are safe to run twice or at once:
+
+* tasks are acknowledged late (after they finish) and rejected when their worker
+  dies, so a killed worker's task is delivered again;
+* a redelivered ``transcribe_track`` finds its track ``done`` (nothing to do), or
+  ``transcribing`` under a claim that may still be alive: it retries until the
+  claim is older than ``stuck_after_s`` - the tasks' hard time limit, so no live
+  worker can hold it that long - then recovers the track and claims it again;
+* the claim is a compare-and-set, so of two deliveries only one transcribes; the
+  outcome is written only if the claim is still the current one.
+
+Row locks were chosen over a lease table: the track status already is a lease
+(its ``updated_at`` plus the time limit), and the build's one-row lock is held for
+milliseconds, so there is nothing to gain from a separate lease protocol.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import cache
+from typing import Any
+
+from celery import Celery, Task
+from sqlalchemy import select
+
+from heard.errors import HeardError
+from heard.pipeline.settings import WorkerSettings, load_transcriber, worker_settings
+from heard.pipeline.steps import (
+    PipelineOptions,
+    build_meeting,
+    claim_track,
+    recover_stuck,
+    transcribe_claimed,
+)
+from heard.store.database import Database
+from heard.store.models import AudioTrack, TrackStatus, utc_now
+
+__all__ = [
+    "BrokerError",
+    "app",
+    "build_meeting_task",
+    "check_broker",
+    "configure",
+    "enqueue_meeting",
+    "transcribe_track_task",
+]
+
+RECORDING_RETRY_S = 30.0
+"""First wait for a track still recording; doubles up to ``MAX_BACKOFF_S``."""
+MAX_BACKOFF_S = 600.0
+
+
+class BrokerError(HeardError):
+    """The Celery broker cannot be reached."""
+
+
+def configure(settings: WorkerSettings | None = None) -> Celery:
+    """Apply ``settings`` (default: from the environment) to heard's Celery app."""
+    s = settings or worker_settings()
+    global _settings
+    _settings = s
+    app.conf.update(
+        broker_url=s.broker_url,
+        task_default_queue=s.queue,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_time_limit=s.stuck_after_s,
+        task_soft_time_limit=s.stuck_after_s * 0.9,
+        broker_transport_options={"visibility_timeout": s.visibility_timeout_s},
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        worker_hijack_root_logger=False,
+    )
+    if _db.cache_info().currsize:
+        _db().dispose()
+        _db.cache_clear()
+    return app
+
+
+app = Celery("heard")
+_settings = WorkerSettings()
+
+
+@cache
+def _db() -> Database:
+    return Database(_settings.database_url)
+
+
+def _options() -> PipelineOptions:
+    return PipelineOptions(stuck_after_s=_settings.stuck_after_s)
+
+
+def _backoff(retries: int, first_s: float = RECORDING_RETRY_S) -> float:
+    return float(min(first_s * 2**retries, MAX_BACKOFF_S))
+
+
+def _meeting_finished(db: Database, meeting_id: uuid.UUID) -> bool:
+    with db.session() as s:
+        statuses = s.scalars(select(AudioTrack.status).where(AudioTrack.meeting_id == meeting_id))
+        return all(st in (TrackStatus.DONE, TrackStatus.FAILED) for st in statuses)
+
+
+@app.task(bind=True, name="heard.transcribe_track", max_retries=None)
+def transcribe_track_task(self: Task, track_id: str) -> str:
+    db, options = _db(), _options()
+    tid = uuid.UUID(track_id)
+    with db.session() as s:
+        track = s.get(AudioTrack, tid)
+        if track is None:
+            return "gone"
+        meeting_id, status, updated_at = track.meeting_id, track.status, track.updated_at
+    if status is TrackStatus.RECORDING:
+        raise self.retry(countdown=_backoff(self.request.retries))
+    if status is TrackStatus.TRANSCRIBING:
+        now = utc_now()
+        recover_stuck(db, meeting_id, now, options)
+        with db.session() as s:
+            status = s.get_one(AudioTrack, tid).status
+        if status is TrackStatus.TRANSCRIBING:
+            # Someone holds it, alive or dead: look again when the claim would have expired.
+            wait_s = options.stuck_after_s - (now - updated_at).total_seconds() + 1
+            raise self.retry(countdown=max(1.0, wait_s))
+    if status is TrackStatus.PENDING:
+        claim = claim_track(db, tid, utc_now())
+        if claim is not None:
+            transcriber = load_transcriber(_settings.transcriber)
+            status = transcribe_claimed(db, claim, transcriber, utc_now, options)
+            if status is TrackStatus.PENDING:  # a transient error; attempts remain
+                raise self.retry(countdown=_backoff(self.request.retries, 5.0))
+    if _meeting_finished(db, meeting_id):
+        build_meeting_task.delay(str(meeting_id))
+    return str(status)
+
+
+@app.task(name="heard.build_meeting")
+def build_meeting_task(meeting_id: str) -> dict[str, Any]:
+    result = build_meeting(_db(), uuid.UUID(meeting_id), _options())
+    return {"built": result.built, "status": str(result.status), "phrases": result.phrases}
+
+
+def check_broker(timeout_s: float = 3.0) -> None:
+    """Raise ``BrokerError`` unless the broker answers within ``timeout_s``."""
+    url = _settings.broker_url
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=timeout_s)
+    except Exception as e:  # noqa: BLE001 - kombu raises transport-specific errors
+        raise BrokerError(f"cannot reach the broker at {url} ({e})") from None
+
+
+def enqueue_meeting(db: Database, meeting_id: uuid.UUID) -> int:
+    """Send a task for every unfinished track (or the build, if none); count the tasks."""
+    with db.session() as s:
+        open_tracks = s.scalars(
+            select(AudioTrack.id).where(
+                AudioTrack.meeting_id == meeting_id,
+                AudioTrack.status.not_in([TrackStatus.DONE, TrackStatus.FAILED]),
+            )
+        ).all()
+    try:
+        for track_id in open_tracks:
+            transcribe_track_task.delay(str(track_id))
+        if not open_tracks:
+            build_meeting_task.delay(str(meeting_id))
+    except Exception as e:  # noqa: BLE001 - kombu raises transport-specific errors
+        raise BrokerError(f"cannot enqueue meeting {meeting_id}: {e}") from None
+    return max(len(open_tracks), 1)
+
+
+configure()

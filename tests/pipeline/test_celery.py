@@ -1,0 +1,282 @@
+"""The meeting pipeline on real Celery workers, Redis and PostgreSQL at 127.0.0.1.
+
+Worker processes run ``heard worker`` with ``HEARD_TRANSCRIBER`` pointing at
+``tests.worker_fakes`` (fake tracks are ``fake://`` locations; real files go to
+faster-whisper). Each test has its own queue and its own PostgreSQL schema.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+import redis
+from sqlalchemy import create_engine, func, select, text
+from tests.conftest import POSTGRES_URL, REPO, SHARED_DATA
+from tests.worker_fakes import fake_segments
+
+from heard.pipeline import celery_app
+from heard.pipeline.settings import WorkerSettings
+from heard.store.database import Database
+from heard.store.meetings import (
+    TrackSpec,
+    create_meeting,
+    get_meeting,
+    meeting_phrases,
+    track_states,
+)
+from heard.store.models import MeetingStatus, Phrase
+from heard.timeline.phrases import Track, build_phrases
+
+pytestmark = pytest.mark.services
+
+REDIS_URL = os.environ.get("HEARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+STUCK_AFTER_S = 6.0
+VISIBILITY_S = 8.0
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    schema = f"heard_celery_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def env(pg_url: str) -> Iterator[dict[str, str]]:
+    try:
+        with redis.Redis.from_url(REDIS_URL, socket_timeout=2) as client:
+            client.ping()
+    except redis.RedisError as e:
+        pytest.fail(f"Redis at {REDIS_URL} is not reachable ({e}); it must be running")
+    queue = f"heard-test-{uuid.uuid4().hex[:10]}"
+    values = {
+        "HEARD_BROKER_URL": REDIS_URL,
+        "HEARD_QUEUE": queue,
+        "HEARD_DATABASE_URL": pg_url,
+        "HEARD_TRANSCRIBER": "tests.worker_fakes:routing",
+        "HEARD_STUCK_AFTER_S": str(STUCK_AFTER_S),
+        "HEARD_VISIBILITY_TIMEOUT_S": str(VISIBILITY_S),
+        "PYTHONPATH": str(REPO),
+    }
+    celery_app.configure(
+        WorkerSettings(
+            REDIS_URL, queue, STUCK_AFTER_S, VISIBILITY_S, values["HEARD_TRANSCRIBER"], pg_url
+        )
+    )
+    yield {**os.environ, **values}
+    celery_app.configure()
+    with redis.Redis.from_url(REDIS_URL) as client:
+        for key in client.scan_iter(f"*{queue}*"):
+            client.delete(key)
+
+
+class Workers:
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env, self.logs = env, logs
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> subprocess.Popen[bytes]:
+        with (self.logs / f"worker{len(self.procs)}.log").open("wb") as log:
+            return self._spawn(log)
+
+    def _spawn(self, log: IO[bytes]) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "heard", "worker", "--loglevel", "INFO"],
+            env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self.procs.append(proc)
+        return proc
+
+    def kill9(self, proc: subprocess.Popen[bytes]) -> None:
+        """The machine running this worker dies: every process of it, at once."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def log_tail(self) -> str:
+        return "\n".join(
+            p.read_text(errors="replace")[-1500:] for p in self.logs.glob("worker*.log")
+        )
+
+
+@pytest.fixture
+def workers(env: dict[str, str], tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(env, tmp_path)
+    yield w
+    w.stop()
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, workers: Workers) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    pytest.fail(f"timed out after {timeout_s} s waiting for {what}\n{workers.log_tail()}")
+
+
+def fake_meeting(db: Database, n: int, sleep_s: float = 0.3) -> uuid.UUID:
+    tracks = [
+        TrackSpec("alice", f"fake://alice{n}/{2 + n % 3}?sleep={sleep_s}"),
+        TrackSpec("bob", f"fake://bob{n}/2?sleep={sleep_s}", offset_s=1.5),
+        TrackSpec("carol", f"fake://carol{n}/1?sleep={sleep_s}", offset_s=9.0),
+    ]
+    return create_meeting(db, title=f"fake {n}", tracks=tracks)
+
+
+def expected(db: Database, meeting_id: uuid.UUID) -> list[tuple[str, float, float, str]]:
+    tracks = {
+        t.participant: Track(fake_segments(t.location), t.offset_s)
+        for t in track_states(db, meeting_id)
+    }
+    return [(d.participant, d.start, d.end, d.text) for d in build_phrases(tracks)]
+
+
+def stored(db: Database, meeting_id: uuid.UUID) -> list[tuple[str, float, float, str]]:
+    return [
+        (p.participant, round(p.start_s, 3), round(p.end_s, 3), p.text)
+        for p in meeting_phrases(db, meeting_id)
+    ]
+
+
+def all_done(db: Database, ids: list[uuid.UUID]) -> Callable[[], bool]:
+    return lambda: all(get_meeting(db, m).status is not MeetingStatus.PENDING for m in ids)
+
+
+def phrase_rows(db: Database, meeting_id: uuid.UUID) -> int:
+    with db.session() as s:
+        return (
+            s.scalar(
+                select(func.count()).select_from(Phrase).where(Phrase.meeting_id == meeting_id)
+            )
+            or 0
+        )
+
+
+@pytest.fixture
+def db(env: dict[str, str]) -> Iterator[Database]:
+    database = Database(env["HEARD_DATABASE_URL"])
+    database.migrate()
+    yield database
+    database.dispose()
+
+
+def test_two_workers_complete_every_meeting(
+    env: dict[str, str], db: Database, workers: Workers
+) -> None:
+    workers.start()
+    workers.start()
+    ids = [fake_meeting(db, n) for n in range(5)]
+    jfk = SHARED_DATA / "audio" / "jfk.flac"
+    real = create_meeting(
+        db,
+        title="real",
+        tracks=[TrackSpec("jfk", str(jfk)), TrackSpec("echo", str(jfk), offset_s=20)],
+    )
+    for mid in [*ids, real]:
+        celery_app.enqueue_meeting(db, mid)
+    wait_for(all_done(db, [*ids, real]), 180, "every meeting to complete", workers)
+    for mid in ids:
+        assert get_meeting(db, mid).status is MeetingStatus.COMPLETE
+        assert stored(db, mid) == expected(db, mid)
+    phrases = meeting_phrases(db, real)
+    assert [p.participant for p in phrases] == ["jfk", "echo"]
+    assert all("fellow americans" in p.text.lower() for p in phrases)
+    assert phrases[1].start_s >= 20
+
+
+def test_a_worker_killed_mid_task_loses_nothing_and_doubles_nothing(
+    env: dict[str, str], db: Database, workers: Workers
+) -> None:
+    victim = workers.start()
+    workers.start()
+    ids = [fake_meeting(db, n, sleep_s=2.0) for n in range(4)]
+    for mid in ids:
+        celery_app.enqueue_meeting(db, mid)
+
+    def transcribing() -> bool:
+        return sum(t.status == "transcribing" for m in ids for t in track_states(db, m)) >= 2
+
+    wait_for(transcribing, 60, "both workers to be transcribing", workers)
+    workers.kill9(victim)  # both workers were busy, so the victim dies mid-task
+    wait_for(all_done(db, ids), 240, "every meeting to complete after the kill", workers)
+    attempts = [t.attempts for m in ids for t in track_states(db, m)]
+    assert max(attempts) == 2  # the victim's track was recovered and transcribed again
+    for mid in ids:
+        assert get_meeting(db, mid).status is MeetingStatus.COMPLETE
+        assert stored(db, mid) == expected(db, mid)
+        assert phrase_rows(db, mid) == len(expected(db, mid))
+
+
+def test_redelivered_tasks_and_racing_builds_give_one_clean_result(
+    env: dict[str, str], db: Database, workers: Workers
+) -> None:
+    workers.start()
+    workers.start()
+    ids = [fake_meeting(db, n, sleep_s=0.2) for n in range(3)]
+    for mid in ids:
+        for _ in range(3):  # every track task delivered three times, to two workers
+            for t in track_states(db, mid):
+                celery_app.transcribe_track_task.delay(str(t.id))
+    wait_for(all_done(db, ids), 120, "every meeting to complete", workers)
+    # and then builds racing on the same meetings, on both workers and in two threads here
+    for mid in ids:
+        for _ in range(4):
+            celery_app.build_meeting_task.delay(str(mid))
+    threads = [
+        threading.Thread(target=celery_app.build_meeting_task, args=(str(m),))
+        for m in ids
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    time.sleep(2)
+    with redis.Redis.from_url(REDIS_URL) as client:
+        wait_for(lambda: client.llen(env["HEARD_QUEUE"]) == 0, 60, "the queue to drain", workers)
+    for mid in ids:
+        assert stored(db, mid) == expected(db, mid)
+        assert phrase_rows(db, mid) == len(expected(db, mid))
+        assert all(t.attempts == 1 for t in track_states(db, mid))  # transcribed exactly once
+
+
+def test_broker_down_at_enqueue_is_a_clear_error_and_stores_nothing(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'down.db'}"
+    env = {**os.environ, "HEARD_BROKER_URL": "redis://127.0.0.1:9/0", "HEARD_DATABASE_URL": db_url}
+    jfk = SHARED_DATA / "audio" / "jfk.flac"
+    result = subprocess.run(
+        [sys.executable, "-m", "heard", "transcribe", f"jfk={jfk}", "--queue"],
+        capture_output=True, text=True, env=env, check=False, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "cannot reach the broker at redis://127.0.0.1:9/0" in result.stderr
+    assert "Traceback" not in result.stderr
+    db = Database(db_url)
+    assert (
+        not db.has_schema() or not db.engine.connect().execute(text("select 1 from meetings")).all()
+    )
