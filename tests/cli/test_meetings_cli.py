@@ -31,7 +31,9 @@ def heard(
                           input=stdin, check=False, env=env)  # fmt: skip
 
 
-@pytest.mark.parametrize("command", ["transcribe", "phrases", "export", "meetings", "status"])
+@pytest.mark.parametrize(
+    "command", ["transcribe", "phrases", "export", "meetings", "status", "worker"]
+)
 def test_help(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0

@@ -223,6 +223,7 @@ def test_a_worker_killed_mid_task_loses_nothing_and_doubles_nothing(
 
     wait_for(transcribing, 60, "both workers to be transcribing", workers)
     workers.kill9(victim)  # both workers were busy, so the victim dies mid-task
+    workers.start()  # its supervisor (systemd, k8s) starts a new one
     wait_for(all_done(db, ids), 240, "every meeting to complete after the kill", workers)
     attempts = [t.attempts for m in ids for t in track_states(db, m)]
     assert max(attempts) == 2  # the victim's track was recovered and transcribed again
@@ -280,3 +281,25 @@ def test_broker_down_at_enqueue_is_a_clear_error_and_stores_nothing(tmp_path: Pa
     assert (
         not db.has_schema() or not db.engine.connect().execute(text("select 1 from meetings")).all()
     )
+
+
+def test_cli_enqueues_and_a_worker_finishes_the_meeting(
+    env: dict[str, str], db: Database, workers: Workers
+) -> None:
+    workers.start()
+    jfk = SHARED_DATA / "audio" / "jfk.flac"
+
+    def heard(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True,
+                              text=True, env=env, check=False, timeout=120)  # fmt: skip
+
+    queued = heard("transcribe", f"jfk={jfk}", "--queue", "--title", "queued")
+    assert queued.returncode == 0, queued.stderr
+    meeting_id = queued.stdout.strip()
+    assert str(uuid.UUID(meeting_id)) == meeting_id
+    wait_for(all_done(db, [uuid.UUID(meeting_id)]), 120, "the queued meeting", workers)
+    status = heard("status", meeting_id[:8])
+    assert "complete" in status.stdout
+    assert "done" in status.stdout
+    export = heard("export", meeting_id, "--format", "srt")
+    assert "jfk: And so my fellow Americans" in export.stdout

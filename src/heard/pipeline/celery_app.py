@@ -76,7 +76,14 @@ def configure(settings: WorkerSettings | None = None) -> Celery:
         worker_prefetch_multiplier=1,
         task_time_limit=s.stuck_after_s,
         task_soft_time_limit=s.stuck_after_s * 0.9,
-        broker_transport_options={"visibility_timeout": s.visibility_timeout_s},
+        # Redis hands a dead worker's unacknowledged tasks to others once they are older
+        # than the visibility timeout; scan for them every few seconds (kombu's default
+        # scans every 100 s) so recovery is bounded by the timeout, not by the scan.
+        broker_transport_options={
+            "visibility_timeout": s.visibility_timeout_s,
+            "unacked_restore_interval": max(1.0, min(10.0, s.visibility_timeout_s / 4)),
+            "unacked_restore_throttle": 1,
+        },
         broker_connection_retry_on_startup=True,
         task_ignore_result=True,
         worker_hijack_root_logger=False,
