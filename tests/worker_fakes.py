@@ -40,9 +40,9 @@ class RoutingTranscriber:
             time.sleep(sleep_s)
             return fake_segments(location)
         if self._real is None:
-            from heard.asr.whisper import FasterWhisperTranscriber
+            from heard.pipeline.settings import load_transcriber
 
-            self._real = FasterWhisperTranscriber()
+            self._real = load_transcriber("faster-whisper")
         return list(self._real.transcribe(audio, channel=channel, on_progress=on_progress))
 
 

@@ -10,6 +10,9 @@
   before handing it to another worker, default 3600 (must exceed the time limit).
 * ``HEARD_TRANSCRIBER``: ``faster-whisper`` (default) or ``module:callable``
   returning a ``Transcriber``, for plugging in another recognizer.
+* ``HEARD_ASR_THREADS``: CPU threads per faster-whisper process, default 0
+  (CTranslate2 decides). With several workers on one machine, give each
+  cores / workers, or they fight over the cores (BENCHMARKS.md, workers).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class WorkerSettings:
     """None: ``$HEARD_DATABASE_URL`` or the SQLite default (``heard.config``)."""
 
 
-def _float(name: str, default: float) -> float:
+def _float(name: str, default: float, *, allow_zero: bool = False) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -44,7 +47,7 @@ def _float(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise InputError(f"${name} must be a number of seconds, got {raw!r}") from None
-    if value <= 0:
+    if value < 0 or (value == 0 and not allow_zero):
         raise InputError(f"${name} must be > 0, got {raw!r}")
     return value
 
@@ -65,9 +68,10 @@ def worker_settings() -> WorkerSettings:
 def load_transcriber(spec: str) -> Transcriber:
     """The transcriber named by ``spec``, made once per process."""
     if spec == "faster-whisper":
-        from heard.asr.whisper import FasterWhisperTranscriber
+        from heard.asr.whisper import FasterWhisperTranscriber, WhisperOptions
 
-        return FasterWhisperTranscriber()
+        threads = int(_float("HEARD_ASR_THREADS", 0.0, allow_zero=True))
+        return FasterWhisperTranscriber(WhisperOptions(cpu_threads=threads))
     module_name, _, attr = spec.partition(":")
     if not attr:
         raise InputError(f"HEARD_TRANSCRIBER {spec!r}: expected faster-whisper or module:callable")
