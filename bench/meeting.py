@@ -46,12 +46,15 @@ for path in sys.argv[1:]:
 
 def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"{cmd[:4]} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    with tempfile.TemporaryFile() as errors:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"{cmd[:4]} failed: {errors.read().decode(errors='replace')[-2000:]}")
     return wall, usage.ru_maxrss / 1024
 
 
