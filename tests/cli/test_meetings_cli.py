@@ -13,6 +13,7 @@ from heard.cli.meetings import parse_track
 from heard.errors import InputError
 from heard.store.database import Database
 from heard.store.meetings import list_meetings
+from tests.conftest import SHARED_DATA
 
 runner = CliRunner()
 SPEC_EXAMPLE = {
@@ -153,7 +154,7 @@ def test_transcribe_rejects_bad_input_and_stores_nothing(
         file.write_bytes(b"")
     elif make == "text":
         file.write_text("this is not audio\n" * 50)
-    jfk = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "audio" / "jfk.flac"
+    jfk = SHARED_DATA / "audio" / "jfk.flac"
     filled = [a.format(missing=tmp_path / "missing.wav", file=file, jfk=jfk) for a in args]
     result = heard("transcribe", *filled, env=env)
     assert result.returncode == 2, result.stderr
