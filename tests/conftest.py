@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -7,9 +8,15 @@ import pytest
 from heard.samples import sample_path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(
-    __import__("os").environ.get("HEARD_SHARED_DATA", REPO.parent / "shared" / "data")
-)
+SHARED_DATA = Path(os.environ.get("HEARD_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not (SHARED_DATA / "audio" / "jfk.flac").is_file():
+        raise pytest.UsageError(
+            f"the shared test data is not at {SHARED_DATA}: clone heard beside shared/, "
+            "or set HEARD_SHARED_DATA to the shared/data folder"
+        )
 
 
 @pytest.fixture
@@ -31,7 +38,7 @@ from sqlalchemy import create_engine, text  # noqa: E402
 
 from heard.store.database import Database  # noqa: E402
 
-POSTGRES_URL = __import__("os").environ.get(
+POSTGRES_URL = os.environ.get(
     "HEARD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 
