@@ -20,7 +20,7 @@ from typing import IO
 
 import pytest
 import redis
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, func, select, text, update
 from tests.conftest import POSTGRES_URL, REPO, SHARED_DATA
 from tests.worker_fakes import fake_segments
 
@@ -34,7 +34,7 @@ from heard.store.meetings import (
     meeting_phrases,
     track_states,
 )
-from heard.store.models import MeetingStatus, Phrase
+from heard.store.models import AudioTrack, MeetingStatus, Phrase, TrackStatus
 from heard.timeline.phrases import Track, build_phrases
 
 pytestmark = pytest.mark.services
@@ -71,6 +71,7 @@ def env(pg_url: str) -> Iterator[dict[str, str]]:
         "HEARD_TRANSCRIBER": "tests.worker_fakes:routing",
         "HEARD_STUCK_AFTER_S": str(STUCK_AFTER_S),
         "HEARD_VISIBILITY_TIMEOUT_S": str(VISIBILITY_S),
+        "HEARD_RETRY_DELAY_S": "0.5",
         "PYTHONPATH": str(REPO),
     }
     celery_app.configure(
@@ -303,3 +304,32 @@ def test_cli_enqueues_and_a_worker_finishes_the_meeting(
     assert "done" in status.stdout
     export = heard("export", meeting_id, "--format", "srt")
     assert "jfk: And so my fellow Americans" in export.stdout
+
+
+def test_a_track_still_recording_is_retried_with_backoff_until_it_is_done(
+    env: dict[str, str], db: Database, workers: Workers
+) -> None:
+    workers.start()
+    mid = create_meeting(
+        db,
+        title="live",
+        tracks=[
+            TrackSpec("alice", "fake://alice/2"),
+            TrackSpec("bob", "fake://bob/1", offset_s=1.0, status=TrackStatus.RECORDING),
+        ],
+    )
+    celery_app.enqueue_meeting(db, mid)
+    states = lambda: {t.participant: t.status for t in track_states(db, mid)}  # noqa: E731
+    wait_for(lambda: states()["alice"] is TrackStatus.DONE, 60, "alice's track", workers)
+    time.sleep(2)  # bob's task keeps coming back while his track records
+    assert states()["bob"] is TrackStatus.RECORDING
+    assert get_meeting(db, mid).status is MeetingStatus.PENDING
+    with db.session() as s:
+        s.execute(
+            update(AudioTrack)
+            .where(AudioTrack.meeting_id == mid, AudioTrack.status == TrackStatus.RECORDING)
+            .values(status=TrackStatus.PENDING)
+        )
+    wait_for(all_done(db, [mid]), 60, "the meeting once recording stopped", workers)
+    assert stored(db, mid) == expected(db, mid)
+    assert "Retry in" in workers.log_tail()

@@ -54,9 +54,8 @@ __all__ = [
     "transcribe_track_task",
 ]
 
-RECORDING_RETRY_S = 30.0
-"""First wait for a track still recording; doubles up to ``MAX_BACKOFF_S``."""
 MAX_BACKOFF_S = 600.0
+"""Longest wait between two looks at a track still recording."""
 
 
 class BrokerError(HeardError):
@@ -104,10 +103,12 @@ def _db() -> Database:
 
 
 def _options() -> PipelineOptions:
-    return PipelineOptions(stuck_after_s=_settings.stuck_after_s)
+    return PipelineOptions(
+        stuck_after_s=_settings.stuck_after_s, retry_delay_s=_settings.retry_delay_s
+    )
 
 
-def _backoff(retries: int, first_s: float = RECORDING_RETRY_S) -> float:
+def _backoff(retries: int, first_s: float) -> float:
     return float(min(first_s * 2**retries, MAX_BACKOFF_S))
 
 
@@ -127,7 +128,7 @@ def transcribe_track_task(self: Task, track_id: str) -> str:
             return "gone"
         meeting_id, status, updated_at = track.meeting_id, track.status, track.updated_at
     if status is TrackStatus.RECORDING:
-        raise self.retry(countdown=_backoff(self.request.retries))
+        raise self.retry(countdown=_backoff(self.request.retries, _settings.retry_delay_s))
     if status is TrackStatus.TRANSCRIBING:
         now = utc_now()
         recover_stuck(db, meeting_id, now, options)

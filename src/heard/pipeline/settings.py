@@ -8,6 +8,8 @@
   worker can still be holding a track older than that.
 * ``HEARD_VISIBILITY_TIMEOUT_S``: how long Redis keeps an unacknowledged task
   before handing it to another worker, default 3600 (must exceed the time limit).
+* ``HEARD_RETRY_DELAY_S``: first wait before looking again at a track still
+  recording, default 30; it doubles on each retry, up to 10 minutes.
 * ``HEARD_TRANSCRIBER``: ``faster-whisper`` (default) or ``module:callable``
   returning a ``Transcriber``, for plugging in another recognizer.
 * ``HEARD_ASR_THREADS``: CPU threads per faster-whisper process, default 0
@@ -37,6 +39,7 @@ class WorkerSettings:
     transcriber: str = "faster-whisper"
     database_url: str | None = None
     """None: ``$HEARD_DATABASE_URL`` or the SQLite default (``heard.config``)."""
+    retry_delay_s: float = 30.0
 
 
 def _float(name: str, default: float, *, allow_zero: bool = False) -> float:
@@ -61,6 +64,7 @@ def worker_settings() -> WorkerSettings:
         visibility_timeout_s=_float("HEARD_VISIBILITY_TIMEOUT_S", d.visibility_timeout_s),
         transcriber=os.environ.get("HEARD_TRANSCRIBER") or d.transcriber,
         database_url=os.environ.get("HEARD_DATABASE_URL") or None,
+        retry_delay_s=_float("HEARD_RETRY_DELAY_S", d.retry_delay_s),
     )
 
 
