@@ -1,0 +1,33 @@
+"""Caption release: when stable text goes out for display and translation (pure)."""
+
+from heard.release.policy import (
+    DE_ESCALATE_BOUNDARIES,
+    ESCALATE_AFTER_MS,
+    LIVE_DWELL_MS,
+    MIN_UNIT_WORDS,
+    PAUSE_MS,
+    ends_clause,
+)
+from heard.release.tracker import (
+    RELEASE_MODES,
+    ReleaseConfig,
+    ReleaseMode,
+    ReleaseReason,
+    ReleaseTracker,
+    ReleaseUnit,
+)
+
+__all__ = [
+    "DE_ESCALATE_BOUNDARIES",
+    "ESCALATE_AFTER_MS",
+    "LIVE_DWELL_MS",
+    "MIN_UNIT_WORDS",
+    "PAUSE_MS",
+    "RELEASE_MODES",
+    "ReleaseConfig",
+    "ReleaseMode",
+    "ReleaseReason",
+    "ReleaseTracker",
+    "ReleaseUnit",
+    "ends_clause",
+]

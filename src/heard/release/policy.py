@@ -1,0 +1,58 @@
+"""Release policy constants and clause boundaries.
+
+The numbers here encode measurements; each says where its measurement lives.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "DE_ESCALATE_BOUNDARIES",
+    "ESCALATE_AFTER_MS",
+    "LIVE_DWELL_MS",
+    "MIN_UNIT_WORDS",
+    "PAUSE_MS",
+    "ends_clause",
+]
+
+LIVE_DWELL_MS = 1500
+"""Live releases settled text once it has waited this long. One and a half re-decode
+chunks (1000 ms): a unit then usually carries more than one revision's growth."""
+
+ESCALATE_AFTER_MS = 7000
+"""Balanced turns to dwell releases after this long without a clause boundary.
+Must exceed the worst gap between clause boundaries on punctuated speech, or
+Balanced costs what Live costs on ordinary speech; measured on the committed
+punctuated fixtures by tests/release/test_fixtures.py::test_escalation_clears_the_worst_gap."""
+
+DE_ESCALATE_BOUNDARIES = 2
+"""Punctuation boundaries that must be seen while escalated before Balanced trusts
+punctuation again. One is not evidence (a stray abbreviation period); staying escalated
+through punctuated speech costs Live's price, so no more than two."""
+
+MIN_UNIT_WORDS = 3
+"""A boundary releases only if the unit would hold at least this many words; shorter
+clauses ride with the next unit (a translation call per "Yes." is waste)."""
+
+PAUSE_MS = 900
+"""Balanced treats this long without new words as a soft boundary: the speaker paused,
+whatever the punctuation says. Re-decode partials arrive every 1000 ms, so a partial
+that brings no new word after 900 ms means the audio held no new speech."""
+
+# Sentence and clause punctuation of Latin and Cyrillic scripts and the full-width CJK forms.
+_CLAUSE_END = re.compile(
+    "[.!?;:\u2026\u3002\uff01\uff1f\uff1b\uff1a]"  # . ! ? ; : ellipsis, CJK full-width forms
+    "[\"'\u201d\u2019\u00bb\u300d\u300f)\\]]*$"  # closing quotes and brackets
+)
+
+
+def ends_clause(word: str) -> bool:
+    """Whether a recognizer word closes a clause ("planned." "so?" "完了。")."""
+    return bool(_CLAUSE_END.search(word))
+
+
+if not ESCALATE_AFTER_MS > LIVE_DWELL_MS:  # pragma: no cover - a retune gone wrong
+    raise AssertionError("ESCALATE_AFTER_MS must exceed LIVE_DWELL_MS")
+if not DE_ESCALATE_BOUNDARIES >= 2:  # pragma: no cover
+    raise AssertionError("one boundary is not evidence: DE_ESCALATE_BOUNDARIES >= 2")
