@@ -9,8 +9,9 @@ by construction (and asserted on every release).
 * **Live** releases settled text once it has waited ``LIVE_DWELL_MS``; the wait
   starts when unreleased stable text first appears, not when it last changed.
 * **Balanced** releases at clause boundaries (punctuation) of at least
-  ``MIN_UNIT_WORDS`` words, and at pauses (no new word for ``PAUSE_MS``: a soft
-  boundary the audio gives even when the recognizer does not punctuate). After
+  ``MIN_UNIT_WORDS`` words, and at pauses (the partial has not changed for
+  ``PAUSE_MS``: a soft boundary the audio gives even when the recognizer does not
+  punctuate). After
   ``ESCALATE_AFTER_MS`` of waiting without any boundary it *escalates* to Live's
   dwell releases, and returns only after ``DE_ESCALATE_BOUNDARIES`` punctuation
   boundaries: absence is measured in time, presence in events, so the state
@@ -96,6 +97,8 @@ class ReleaseTracker:
         self.escalated = False
         self.transitions: list[tuple[int, bool]] = []
         """(t_ms, escalated) each time Balanced escalates or de-escalates."""
+        self.boundaries_seen = 0
+        """Clause boundaries counted so far, released or not."""
         self.utterance = -1
         self._start_utterance()
 
@@ -108,7 +111,7 @@ class ReleaseTracker:
         self._wait_since: int | None = None  # when unreleased stable text first appeared
         self._boundary_free_since: int | None = None
         self._next_boundary = 0  # clause boundaries before this word index are counted
-        self._words_heard = 0
+        self._last_keys: list[str] = []
         self._last_growth_ms: int | None = None
         self._boundaries_while_escalated = 0
 
@@ -116,9 +119,11 @@ class ReleaseTracker:
 
     def on_partial(self, text: str, t_ms: int) -> list[ReleaseUnit]:
         hypothesis = self._acc.push_partial(text)
-        heard = len(text.split())
-        if heard > self._words_heard or self._last_growth_ms is None:
-            self._words_heard = max(heard, self._words_heard)
+        keys = [normalized_key(w) for w in text.split()]
+        if keys != self._last_keys or self._last_growth_ms is None:
+            # the recognizer heard something new (or revised); an identical re-decode
+            # means no new speech arrived
+            self._last_keys = keys
             self._last_growth_ms = t_ms
         self._stable = hypothesis.stable_prefix.split()
         self._note_waiting(t_ms)
@@ -177,6 +182,7 @@ class ReleaseTracker:
                 continue
             if i >= self._next_boundary:
                 self._next_boundary = i + 1
+                self.boundaries_seen += 1
                 self._boundary_free_since = t_ms
                 if self.escalated:
                     self._boundaries_while_escalated += 1

@@ -46,6 +46,7 @@ class Hypothesis:
 
 _ANCHOR_WORDS = 3
 _ANCHOR_SLACK = 3
+_MAX_REPLACED = 2
 
 
 def _common_prefix_len(a: list[str], b: list[str]) -> int:
@@ -129,23 +130,29 @@ class TranscriptAccumulator:
 
         The stable prefix cannot be retracted, but the recognizer may still go on
         agreeing with itself after the point it changed its mind ("pears under
-        loaf" -> "pears and a loaf"). The last 3, 2 or 1 committed words are
-        looked for within a few words of where the prefix would end; the match
-        closest to that position wins. ``None`` when no anchor is found.
+        loaf" -> "pears and a loaf", "the next order." -> "the next quarter.").
+        Committed words are looked for within a few words of where the prefix would
+        end: first its last 3, 2 or 1 words; then, assuming its last 1 or 2 words
+        were replaced one for one, the 3 or 2 words before them. The match closest
+        to the expected position wins. ``None`` when no anchor is found.
         """
         stable = self._stable_keys
         n = len(stable)
-        for width in range(min(_ANCHOR_WORDS, n), 0, -1):
-            anchor = stable[n - width :]
-            best: int | None = None
-            lo, hi = max(width, n - _ANCHOR_SLACK), min(len(keys), n + _ANCHOR_SLACK)
-            for end in range(lo, hi + 1):
-                if keys[end - width : end] == anchor and (
-                    best is None or abs(end - n) < abs(best - n)
-                ):
-                    best = end
-            if best is not None:
-                return best
+        for replaced in range(_MAX_REPLACED + 1):
+            widths = range(min(_ANCHOR_WORDS, n - replaced), 0 if replaced == 0 else 1, -1)
+            for width in widths:
+                anchor = stable[n - replaced - width : n - replaced]
+                expected = n - replaced
+                best: int | None = None
+                lo = max(width, expected - _ANCHOR_SLACK)
+                hi = min(len(keys) - replaced, expected + _ANCHOR_SLACK)
+                for end in range(lo, hi + 1):
+                    if keys[end - width : end] == anchor and (
+                        best is None or abs(end - expected) < abs(best - expected)
+                    ):
+                        best = end
+                if best is not None:
+                    return best + replaced
         return None
 
     def finalize(self, text: str) -> Hypothesis:

@@ -1,0 +1,153 @@
+"""Streaming recognition: a re-decode loop over a growing audio buffer.
+
+Every ``chunk_ms`` of audio the current utterance's buffer is decoded again and
+its text goes out as a ``partial``. Silero VAD on the buffer decides when the
+utterance ended (``end_silence_ms`` of silence after speech): the utterance is
+decoded once more and goes out as the ``final``, and the buffer restarts after
+it. An utterance longer than ``max_utterance_s`` is cut at a segment end: the
+segments before it are final, the buffer is trimmed there, so compute per step
+stays bounded however long someone talks.
+
+Two clocks: ``simulated`` stamps events with the audio time at which they could
+exist; ``compute`` adds the real decoding time, as a live stream would see it
+(if decoding is slower than the audio, the next step takes all audio that
+arrived meanwhile).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from heard.asr.audio import SAMPLE_RATE
+from heard.asr.whisper import WhisperOptions, _load_model
+from heard.transcript.events import DEFAULT_SPEAKER, EventKind, TranscriptEvent
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["StreamOptions", "stream_events", "strip_punctuation"]
+
+Clock = Literal["simulated", "compute"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    chunk_ms: int = 1000
+    """Audio between two re-decodes; each one emits a partial."""
+    end_silence_ms: int = 800
+    """Silence after speech that ends an utterance (VAD)."""
+    max_utterance_s: float = 20.0
+    """Longer utterances are cut at a segment end (Whisper's window is 30 s)."""
+    beam_size: int = 1
+    """Greedy decoding for partials and finals: latency matters more than the last 1% WER."""
+    strip_punctuation: bool = False
+    """Emulate recognizers that never punctuate (and do not case)."""
+    clock: Clock = "simulated"
+
+    def __post_init__(self) -> None:
+        if self.chunk_ms <= 0:
+            raise ValueError(f"chunk_ms must be > 0, got {self.chunk_ms}")
+
+
+_PUNCTUATION = re.compile(r"[^\w\s'\-]")
+
+
+def strip_punctuation(text: str) -> str:
+    """'Hello, world. It's here!' -> 'hello world it's here'."""
+    return " ".join(_PUNCTUATION.sub("", text).lower().split())
+
+
+def _decode(model: Any, audio: npt.NDArray[np.float32], beam_size: int) -> list[Any]:
+    segments, _ = model.transcribe(
+        audio,
+        language="en",
+        beam_size=beam_size,
+        condition_on_previous_text=False,
+        without_timestamps=False,
+        vad_filter=False,
+    )
+    return [s for s in segments if s.text.strip()]
+
+
+def _speech(audio: npt.NDArray[np.float32]) -> list[dict[str, int]]:
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    return list(
+        get_speech_timestamps(audio, VadOptions(min_silence_duration_ms=300, speech_pad_ms=100))
+    )
+
+
+def stream_events(
+    samples: npt.NDArray[np.float32],
+    *,
+    options: StreamOptions | None = None,
+    whisper: WhisperOptions | None = None,
+    speaker: str = DEFAULT_SPEAKER,
+) -> Iterator[TranscriptEvent]:
+    """Replay 16 kHz mono ``samples`` as a live stream; yield partial and final events."""
+    o = options or StreamOptions()
+    model = _load_model(whisper or WhisperOptions())
+    chunk = SAMPLE_RATE * o.chunk_ms // 1000
+    total = len(samples)
+    utt_start = 0
+    now_ms = 0.0
+    audio_end = 0
+    last_t = 0
+
+    def text_of(segments: list[Any]) -> str:
+        text = " ".join(s.text.strip() for s in segments).strip()
+        return strip_punctuation(text) if o.strip_punctuation else text
+
+    def stamp(t_ms: float) -> int:
+        nonlocal last_t
+        last_t = max(last_t, round(t_ms))
+        return last_t
+
+    while audio_end < total:
+        audio_end = min(total, max(audio_end + chunk, round(now_ms * SAMPLE_RATE / 1000)))
+        now_ms = max(now_ms, audio_end * 1000 / SAMPLE_RATE)
+        started = time.perf_counter()
+        buffer = samples[utt_start:audio_end]
+        events: list[tuple[EventKind, str]] = []
+        speech = _speech(buffer)
+        if not speech:
+            utt_start = max(utt_start, audio_end - SAMPLE_RATE // 2)  # keep only a short tail
+        else:
+            speech_end = speech[-1]["end"]
+            silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
+            if silence_ms >= o.end_silence_ms:
+                text = text_of(_decode(model, buffer[:speech_end], o.beam_size))
+                if text:
+                    events.append((EventKind.FINAL, text))
+                utt_start += speech_end
+            elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
+                segments = _decode(model, buffer, o.beam_size)
+                if len(segments) > 1:
+                    done, cut = segments[:-1], int(segments[-2].end * SAMPLE_RATE)
+                else:
+                    done, cut = segments, len(buffer)
+                text = text_of(done)
+                if text:
+                    events.append((EventKind.FINAL, text))
+                utt_start += max(cut, 1)
+            else:
+                text = text_of(_decode(model, buffer, o.beam_size))
+                if text:
+                    events.append((EventKind.PARTIAL, text))
+        if o.clock == "compute":
+            now_ms += (time.perf_counter() - started) * 1000
+        for kind, text in events:
+            yield TranscriptEvent(stamp(now_ms), kind, text, speaker)
+    rest = samples[utt_start:total]
+    if len(rest) and _speech(rest):
+        started = time.perf_counter()
+        text = text_of(_decode(model, rest, o.beam_size))
+        if o.clock == "compute":
+            now_ms += (time.perf_counter() - started) * 1000
+        if text:
+            yield TranscriptEvent(stamp(now_ms), EventKind.FINAL, text, speaker)

@@ -1,0 +1,128 @@
+"""The cadence table: what each release mode costs and how long words wait, on an event log.
+
+Events are replayed per speaker through a ``ReleaseTracker`` with a timer tick
+between events (as a live pipeline polls). For every released word, latency is
+the time from the first partial that held it (its position in the utterance)
+to the release of the unit carrying it; a word only the final holds counts
+from the final. Percentiles are nearest-rank. Pure: events in, rows out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from heard.release.tracker import ReleaseConfig, ReleaseMode, ReleaseTracker, ReleaseUnit
+from heard.transcript.events import EventKind, TranscriptEvent
+
+__all__ = ["CadenceRow", "cadence_rows", "clause_gaps", "nearest_rank", "release_units"]
+
+TICK_MS = 100
+
+
+def nearest_rank(values: Sequence[float], percentile: float) -> float:
+    """The nearest-rank percentile (0 < percentile <= 100) of ``values``."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(percentile / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class CadenceRow:
+    fixture: str
+    mode: str
+    units: int
+    multiplier: float
+    """Units against Relaxed's on the same fixture."""
+    words: int
+    p50_ms: float
+    p95_ms: float
+    transitions: int
+    """Escalations plus de-escalations (Balanced only)."""
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def release_units(
+    events: Sequence[TranscriptEvent],
+    mode: ReleaseMode | str,
+    config: ReleaseConfig | None = None,
+) -> tuple[list[tuple[ReleaseUnit, str]], list[float], int]:
+    """Units (with speaker), per-word latencies and escalation transitions for one mode."""
+    trackers: dict[str, ReleaseTracker] = {}
+    heard_at: dict[tuple[str, int, int], int] = {}  # (speaker, utterance, word) -> first heard
+    units: list[tuple[ReleaseUnit, str]] = []
+    latencies: list[float] = []
+    last_t = events[0].t_ms if events else 0
+    for e in events:
+        for t in range(last_t + TICK_MS, e.t_ms, TICK_MS):
+            for speaker, tracker in trackers.items():
+                units += [(u, speaker) for u in tracker.poll(t)]
+        last_t = e.t_ms
+        tracker = trackers.setdefault(e.speaker, ReleaseTracker(mode, config))
+        utterance = tracker.utterance
+        for i in range(len(e.text.split())):
+            heard_at.setdefault((e.speaker, utterance, i), e.t_ms)
+        if e.kind is EventKind.FINAL:
+            units += [(u, e.speaker) for u in tracker.on_finalize(e.text, e.t_ms)]
+        else:
+            units += [(u, e.speaker) for u in tracker.on_partial(e.text, e.t_ms)]
+    for unit, speaker in units:
+        for i in range(unit.first_word, unit.first_word + unit.words):
+            latencies.append(unit.t_ms - heard_at.get((speaker, unit.utterance, i), unit.t_ms))
+    transitions = sum(len(t.transitions) for t in trackers.values())
+    return units, latencies, transitions
+
+
+def cadence_rows(
+    fixture: str, events: Sequence[TranscriptEvent], config: ReleaseConfig | None = None
+) -> list[CadenceRow]:
+    """One row per mode; the multiplier is against Relaxed on the same events."""
+    results = {m: release_units(events, m, config) for m in ReleaseMode}
+    relaxed = max(1, len(results[ReleaseMode.RELAXED][0]))
+    return [
+        CadenceRow(
+            fixture=fixture,
+            mode=str(mode),
+            units=len(units),
+            multiplier=round(len(units) / relaxed, 2),
+            words=len(latencies),
+            p50_ms=nearest_rank(latencies, 50),
+            p95_ms=nearest_rank(latencies, 95),
+            transitions=transitions,
+        )
+        for mode, (units, latencies, transitions) in results.items()
+    ]
+
+
+def clause_gaps(events: Sequence[TranscriptEvent]) -> list[int]:
+    """Milliseconds between consecutive clause boundaries within an utterance.
+
+    Balanced runs with escalation and pauses off; gaps never span two utterances
+    (a pause between utterances is not a gap inside a stretch of speech). The
+    first gap of an utterance runs from its first partial.
+    """
+    config = ReleaseConfig(escalate_after_ms=10**9, pause_ms=None)
+    gaps: list[int] = []
+    trackers: dict[str, ReleaseTracker] = {}
+    since: dict[str, int | None] = {}
+    for e in events:
+        tracker = trackers.setdefault(e.speaker, ReleaseTracker(ReleaseMode.BALANCED, config))
+        if since.get(e.speaker) is None:
+            since[e.speaker] = e.t_ms
+        if e.kind is EventKind.FINAL:
+            tracker.on_finalize(e.text, e.t_ms)
+            since[e.speaker] = None
+            continue
+        before = tracker.boundaries_seen
+        tracker.on_partial(e.text, e.t_ms)
+        if tracker.boundaries_seen > before:
+            start = since[e.speaker]
+            assert start is not None
+            gaps.append(e.t_ms - start)
+            since[e.speaker] = e.t_ms
+    return gaps
