@@ -100,29 +100,18 @@ def cadence_rows(
 
 
 def clause_gaps(events: Sequence[TranscriptEvent]) -> list[int]:
-    """Milliseconds between consecutive clause boundaries within an utterance.
+    """How long settled text waited for each clause boundary, as escalation measures it.
 
-    Balanced runs with escalation and pauses off; gaps never span two utterances
-    (a pause between utterances is not a gap inside a stretch of speech). The
-    first gap of an utterance runs from its first partial.
+    Balanced runs with escalation and pauses off, one tracker per speaker; the wait
+    starts when unreleased stable text appears after the previous boundary (or the
+    utterance start), so a pause between utterances is never counted.
     """
     config = ReleaseConfig(escalate_after_ms=10**9, pause_ms=None)
-    gaps: list[int] = []
     trackers: dict[str, ReleaseTracker] = {}
-    since: dict[str, int | None] = {}
     for e in events:
         tracker = trackers.setdefault(e.speaker, ReleaseTracker(ReleaseMode.BALANCED, config))
-        if since.get(e.speaker) is None:
-            since[e.speaker] = e.t_ms
         if e.kind is EventKind.FINAL:
             tracker.on_finalize(e.text, e.t_ms)
-            since[e.speaker] = None
-            continue
-        before = tracker.boundaries_seen
-        tracker.on_partial(e.text, e.t_ms)
-        if tracker.boundaries_seen > before:
-            start = since[e.speaker]
-            assert start is not None
-            gaps.append(e.t_ms - start)
-            since[e.speaker] = e.t_ms
-    return gaps
+        else:
+            tracker.on_partial(e.text, e.t_ms)
+    return [w for tracker in trackers.values() for w in tracker.boundary_waits]

@@ -99,6 +99,8 @@ class ReleaseTracker:
         """(t_ms, escalated) each time Balanced escalates or de-escalates."""
         self.boundaries_seen = 0
         """Clause boundaries counted so far, released or not."""
+        self.boundary_waits: list[int] = []
+        """For each boundary, how long text had waited for it: what escalation measures."""
         self.utterance = -1
         self._start_utterance()
 
@@ -183,6 +185,7 @@ class ReleaseTracker:
             if i >= self._next_boundary:
                 self._next_boundary = i + 1
                 self.boundaries_seen += 1
+                self.boundary_waits.append(self._waited(t_ms))
                 self._boundary_free_since = t_ms
                 if self.escalated:
                     self._boundaries_while_escalated += 1
@@ -201,6 +204,12 @@ class ReleaseTracker:
             self._boundary_free_since = t_ms
             units.append(self._release(stable, len(stable), ReleaseReason.PAUSE, t_ms))
         return units
+
+    def _waited(self, t_ms: int) -> int:
+        """How long unreleased stable text has waited without a boundary (0: none waits)."""
+        if self._boundary_free_since is None or self._wait_since is None:
+            return 0
+        return t_ms - max(self._boundary_free_since, self._wait_since)
 
     def _dwell(self, t_ms: int) -> list[ReleaseUnit]:
         if self._wait_since is None or len(self._stable) <= self._watermark:
