@@ -16,6 +16,13 @@ from heard.release.tracker import (
     ReleaseTracker,
     ReleaseUnit,
 )
+from heard.release.translation import (
+    ArgosTranslator,
+    IdentityTranslator,
+    TranslatedUnit,
+    TranslationQueue,
+    Translator,
+)
 
 __all__ = [
     "DE_ESCALATE_BOUNDARIES",
@@ -24,10 +31,15 @@ __all__ = [
     "MIN_UNIT_WORDS",
     "PAUSE_MS",
     "RELEASE_MODES",
+    "ArgosTranslator",
+    "IdentityTranslator",
     "ReleaseConfig",
     "ReleaseMode",
     "ReleaseReason",
     "ReleaseTracker",
     "ReleaseUnit",
+    "TranslatedUnit",
+    "TranslationQueue",
+    "Translator",
     "ends_clause",
 ]
