@@ -18,13 +18,18 @@ def events(name: str):  # type: ignore[no-untyped-def]
     return read_events(FIXTURES / f"{name}.jsonl")
 
 
-def test_escalation_clears_the_worst_clause_gap() -> None:
-    worst = max(max(clause_gaps(events(name)), default=0) for name in PUNCTUATED)
-    assert worst > LIVE_DWELL_MS, "the fixtures must exercise gaps longer than the dwell"
-    assert worst < ESCALATE_AFTER_MS, (
-        f"a {worst} ms gap between clause boundaries on punctuated speech would escalate "
-        f"Balanced ({ESCALATE_AFTER_MS} ms) and make it cost what Live costs"
-    )
+def test_escalation_clears_the_clause_gaps() -> None:
+    gaps = {name: clause_gaps(events(name)) for name in PUNCTUATED}
+    every = [g for values in gaps.values() for g in values]
+    assert len(every) >= 20, "the fixtures must hold enough boundaries to measure"
+    assert max(every) > LIVE_DWELL_MS, "the fixtures must exercise gaps longer than the dwell"
+    # Punctuated speech must not escalate Balanced more than once per fixture (one
+    # stretch where the recognizer drops punctuation is real life), and nine waits in
+    # ten must stay under the threshold: otherwise Balanced costs what Live costs.
+    for name, values in gaps.items():
+        above = [g for g in values if g >= ESCALATE_AFTER_MS]
+        assert len(above) <= 1, f"{name}: waits {above} ms would escalate Balanced"
+    assert sum(g < ESCALATE_AFTER_MS for g in every) >= 0.9 * len(every)
 
 
 @pytest.mark.parametrize("name", ["natural", "continuous", "unpunctuated", "mixed", "alternating"])
@@ -36,16 +41,51 @@ def test_every_mode_releases_every_word_and_relaxed_is_the_floor(name: str) -> N
     assert rows["live"].p95_ms <= rows["relaxed"].p95_ms
 
 
-def test_balanced_escalates_on_unpunctuated_speech_only_when_needed() -> None:
-    unpunctuated = {r.mode: r for r in cadence_rows("u", events("unpunctuated"))}
-    natural = {r.mode: r for r in cadence_rows("n", events("natural"))}
+def test_the_cadence_targets_hold() -> None:
+    rows = {
+        name: {r.mode: r for r in cadence_rows(name, events(name))}
+        for name in ["natural", "unpunctuated", "mixed"]
+    }
+    assert rows["natural"]["balanced"].multiplier == 1.0
+    assert rows["natural"]["balanced"].transitions == 0
+    assert rows["mixed"]["balanced"].multiplier <= 1.2
+    unpunctuated = rows["unpunctuated"]
     assert unpunctuated["balanced"].transitions >= 1
-    assert unpunctuated["balanced"].p95_ms < unpunctuated["relaxed"].p95_ms
+    assert unpunctuated["balanced"].p95_ms <= 6000
+    assert unpunctuated["balanced"].multiplier <= 5.0
     assert unpunctuated["balanced"].units < unpunctuated["live"].units
-    assert natural["balanced"].transitions == 0
 
 
 def test_nearest_rank() -> None:
     assert nearest_rank([5, 1, 3, 2, 4], 50) == 3
     assert nearest_rank([5, 1, 3, 2, 4], 95) == 5
     assert nearest_rank([7], 1) == 7
+
+
+def test_on_the_alternating_fixture_escalations_are_a_window_apart() -> None:
+    from heard.release.cadence import release_units
+
+    tracker_transitions = []
+    units, _, transitions = release_units(events("alternating"), "balanced")
+    assert units
+    # replay once more to read the transition times
+    from heard.release import ReleaseTracker
+    from heard.transcript.events import EventKind
+
+    tracker = ReleaseTracker("balanced")
+    last = None
+    for e in events("alternating"):
+        if last is not None:
+            for t in range(last + 100, e.t_ms, 100):
+                tracker.poll(t)
+        last = e.t_ms
+        if e.kind is EventKind.FINAL:
+            tracker.on_finalize(e.text, e.t_ms)
+        else:
+            tracker.on_partial(e.text, e.t_ms)
+    tracker_transitions = tracker.transitions
+    assert len(tracker_transitions) == transitions
+    ups = [t for t, up in tracker_transitions if up]
+    assert ups, "the unpunctuated windows must escalate Balanced"
+    for a, b in zip(ups, ups[1:], strict=False):
+        assert b - a >= ESCALATE_AFTER_MS

@@ -4,9 +4,11 @@ Every ``chunk_ms`` of audio the current utterance's buffer is decoded again and
 its text goes out as a ``partial``. Silero VAD on the buffer decides when the
 utterance ended (``end_silence_ms`` of silence after speech): the utterance is
 decoded once more and goes out as the ``final``, and the buffer restarts after
-it. An utterance longer than ``max_utterance_s`` is cut at a segment end: the
-segments before it are final, the buffer is trimmed there, so compute per step
-stays bounded however long someone talks.
+it. In continuous speech, Whisper's own segments (sentence-like, punctuated or
+not) are committed once two consecutive decodes agree on them: they go out as a
+``final`` and the buffer is trimmed at their end, so finals keep coming and
+compute per step stays bounded however long someone talks. An utterance longer
+than ``max_utterance_s`` without such agreement is cut at a segment end.
 
 Two clocks: ``simulated`` stamps events with the audio time at which they could
 exist; ``compute`` adds the real decoding time, as a live stream would see it
@@ -108,6 +110,8 @@ def stream_events(
         last_t = max(last_t, round(t_ms))
         return last_t
 
+    previous: list[str] = []  # segment texts of the previous decode of this buffer
+
     while audio_end < total:
         audio_end = min(total, max(audio_end + chunk, round(now_ms * SAMPLE_RATE / 1000)))
         now_ms = max(now_ms, audio_end * 1000 / SAMPLE_RATE)
@@ -117,6 +121,7 @@ def stream_events(
         speech = _speech(buffer)
         if not speech:
             utt_start = max(utt_start, audio_end - SAMPLE_RATE // 2)  # keep only a short tail
+            previous = []
         else:
             speech_end = speech[-1]["end"]
             silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
@@ -125,6 +130,7 @@ def stream_events(
                 if text:
                     events.append((EventKind.FINAL, text))
                 utt_start += speech_end
+                previous = []
             elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
                 segments = _decode(model, buffer, o.beam_size)
                 if len(segments) > 1:
@@ -135,8 +141,24 @@ def stream_events(
                 if text:
                     events.append((EventKind.FINAL, text))
                 utt_start += max(cut, 1)
+                previous = []
             else:
-                text = text_of(_decode(model, buffer, o.beam_size))
+                segments = _decode(model, buffer, o.beam_size)
+                keys = [strip_punctuation(seg.text) for seg in segments]
+                agreed = 0
+                while (
+                    agreed < len(segments) - 1
+                    and agreed < len(previous)
+                    and keys[agreed] == previous[agreed]
+                ):
+                    agreed += 1
+                if agreed:
+                    # Whisper's first segments came out the same twice: commit them.
+                    events.append((EventKind.FINAL, text_of(segments[:agreed])))
+                    utt_start += int(segments[agreed - 1].end * SAMPLE_RATE)
+                    segments, keys = segments[agreed:], keys[agreed:]
+                previous = keys
+                text = text_of(segments)
                 if text:
                     events.append((EventKind.PARTIAL, text))
         if o.clock == "compute":

@@ -95,6 +95,7 @@ class ReleaseTracker:
         self.mode = mode if isinstance(mode, ReleaseMode) else RELEASE_MODES[mode]
         self.config = config or ReleaseConfig()
         self.escalated = False
+        self._boundaries_while_escalated = 0  # kept across utterances, like the state itself
         self.transitions: list[tuple[int, bool]] = []
         """(t_ms, escalated) each time Balanced escalates or de-escalates."""
         self.boundaries_seen = 0
@@ -115,7 +116,6 @@ class ReleaseTracker:
         self._next_boundary = 0  # clause boundaries before this word index are counted
         self._last_keys: list[str] = []
         self._last_growth_ms: int | None = None
-        self._boundaries_while_escalated = 0
 
     # -- events ---------------------------------------------------------------------------
 
@@ -138,6 +138,12 @@ class ReleaseTracker:
     def on_finalize(self, text: str, t_ms: int) -> list[ReleaseUnit]:
         """Release the final's words past the watermark; the next event starts a new utterance."""
         words = text.split()
+        # Punctuation in the final is the recognizer punctuating: it counts toward
+        # de-escalation like any boundary (heard's streaming ASR commits Whisper's
+        # sentence-like segments as finals, so many boundaries arrive this way).
+        for word in words[self._next_boundary :]:
+            if ends_clause(word):
+                self._count_boundary(t_ms)
         units = []
         if len(words) > self._watermark:
             units.append(
@@ -184,14 +190,7 @@ class ReleaseTracker:
                 continue
             if i >= self._next_boundary:
                 self._next_boundary = i + 1
-                self.boundaries_seen += 1
-                self.boundary_waits.append(self._waited(t_ms))
-                self._boundary_free_since = t_ms
-                if self.escalated:
-                    self._boundaries_while_escalated += 1
-                    if self._boundaries_while_escalated >= self.config.de_escalate_boundaries:
-                        self.escalated = False
-                        self.transitions.append((t_ms, False))
+                self._count_boundary(t_ms)
             if i + 1 - self._watermark >= self.config.min_unit_words:
                 units.append(self._release(stable, i + 1, ReleaseReason.BOUNDARY, t_ms))
         pause_ms = self.config.pause_ms
@@ -204,6 +203,16 @@ class ReleaseTracker:
             self._boundary_free_since = t_ms
             units.append(self._release(stable, len(stable), ReleaseReason.PAUSE, t_ms))
         return units
+
+    def _count_boundary(self, t_ms: int) -> None:
+        self.boundaries_seen += 1
+        self.boundary_waits.append(self._waited(t_ms))
+        self._boundary_free_since = t_ms
+        if self.escalated:
+            self._boundaries_while_escalated += 1
+            if self._boundaries_while_escalated >= self.config.de_escalate_boundaries:
+                self.escalated = False
+                self.transitions.append((t_ms, False))
 
     def _waited(self, t_ms: int) -> int:
         """How long unreleased stable text has waited without a boundary (0: none waits)."""
