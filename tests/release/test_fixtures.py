@@ -63,7 +63,7 @@ def test_nearest_rank() -> None:
     assert nearest_rank([7], 1) == 7
 
 
-def test_on_the_alternating_fixture_escalations_are_a_window_apart() -> None:
+def test_on_the_alternating_fixture_balanced_escalates_and_returns() -> None:
     tracker = ReleaseTracker("balanced")
     last: int | None = None
     for e in events("alternating"):
@@ -74,7 +74,9 @@ def test_on_the_alternating_fixture_escalations_are_a_window_apart() -> None:
             tracker.on_finalize(e.text, e.t_ms)
         else:
             tracker.on_partial(e.text, e.t_ms)
+    states = [up for _, up in tracker.transitions]
+    assert states[:2] == [True, False], "escalates in a bare stretch, returns when punctuated"
+    assert all(a != b for a, b in pairwise(states)), "transitions alternate"
     ups = [t for t, up in tracker.transitions if up]
-    assert ups, "the unpunctuated windows must escalate Balanced"
-    for a, b in pairwise(ups):
+    for a, b in pairwise(ups):  # the probe test above covers spacing on a longer script
         assert b - a >= ESCALATE_AFTER_MS
