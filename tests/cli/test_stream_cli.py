@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heard.transcript.events import EventKind, read_events
+from tests.conftest import SHARED_DATA
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "cadence"
+
+
+def heard(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
+                          check=False, timeout=300)  # fmt: skip
+
+
+@pytest.mark.asr
+def test_stream_writes_replayable_events(tmp_path: Path) -> None:
+    out = tmp_path / "jfk.jsonl"
+    result = heard("stream", str(SHARED_DATA / "audio" / "jfk.flac"), "--chunk-ms", "2000",
+                   "--strip-punctuation", "--speaker", "jfk", "-o", str(out))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = read_events(out)
+    assert events[-1].kind is EventKind.FINAL
+    assert {e.speaker for e in events} == {"jfk"}
+    partial_times = [e.t_ms for e in events if e.kind is EventKind.PARTIAL]
+    assert partial_times[:3] == [2000, 4000, 6000]
+    text = " ".join(e.text for e in events if e.kind is EventKind.FINAL)
+    assert "fellow americans" in text
+    assert not any(ch in text for ch in ".,?!")
+
+
+@pytest.mark.asr
+def test_stream_compute_clock_stamps_later_than_audio_time(tmp_path: Path) -> None:
+    result = heard("stream", str(SHARED_DATA / "audio" / "jfk.flac"), "--clock", "compute")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    partials = [e for e in lines if e["type"] == "partial"]
+    assert partials[0]["t_ms"] > 1000  # decoding took time
+    assert [e["t_ms"] for e in lines] == sorted(e["t_ms"] for e in lines)
+
+
+def test_stream_rejects_bad_input(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.wav"
+    bad.write_text("not audio")
+    for path, problem in [(tmp_path / "none.wav", "no such file"), (bad, "cannot read as audio")]:
+        result = heard("stream", str(path))
+        assert result.returncode == 2
+        assert problem in result.stderr
+    result = heard("stream", str(SHARED_DATA / "audio" / "jfk.flac"), "--clock", "wall")
+    assert result.returncode == 2
+    assert "simulated or compute" in result.stderr
+
+
+def test_cadence_table_and_json() -> None:
+    paths = [str(FIXTURES / f"{name}.jsonl") for name in ("natural", "unpunctuated")]
+    table = heard("cadence", *paths)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:3] == ["fixture", "mode", "units"]
+    assert len(lines) == 1 + 2 * 3
+    rows = json.loads(heard("cadence", *paths, "--json").stdout)
+    assert {(r["fixture"], r["mode"]) for r in rows} == {
+        (f, m) for f in ("natural", "unpunctuated") for m in ("relaxed", "balanced", "live")
+    }
+    assert all(r["multiplier"] == 1.0 for r in rows if r["mode"] == "relaxed")
+
+
+def test_cadence_rejects_a_bad_log(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{nope\n")
+    result = heard("cadence", str(bad))
+    assert result.returncode == 2
+    assert f"{bad}:1: malformed JSON" in result.stderr
