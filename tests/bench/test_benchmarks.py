@@ -83,3 +83,25 @@ def test_meeting_benchmark_runs_both_sides_on_the_same_tracks() -> None:
     b = result["build_phrases"]
     assert b["segments"] > 50_000
     assert 0 < b["phrases"] <= b["segments"]
+
+
+def test_streaming_benchmark_policies_commit_every_word_once() -> None:
+    from heard.transcript.events import EventKind, TranscriptEvent
+
+    bench = load("streaming")
+    events = [
+        TranscriptEvent(1000, EventKind.PARTIAL, "we ship"),
+        TranscriptEvent(2000, EventKind.PARTIAL, "we ship on Friday."),
+        TranscriptEvent(3000, EventKind.PARTIAL, "We ship on Friday, then rest"),
+        TranscriptEvent(3500, EventKind.FINAL, "We ship on Friday, then rest."),
+        TranscriptEvent(4500, EventKind.PARTIAL, "next week"),
+        TranscriptEvent(5000, EventKind.FINAL, "Next week."),
+    ]
+    for commits in (bench.commit_heard(events), bench.commit_la2(events)):
+        assert len(commits.words) == 8
+        assert len(commits.latencies) == 8
+        assert all(lat >= 0 for lat in commits.latencies)
+    heard = bench.commit_heard(events)
+    assert heard.words[:2] == ["we", "ship"]  # committed at 2000, while still lowercase
+    assert heard.latencies[0] == 1000
+    assert bench.wer("we ship on friday then rest next week", heard.words) == 0.0
