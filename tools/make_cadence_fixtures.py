@@ -23,10 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from make_meeting import RATE, Voice, speak  # noqa: E402
-
-from heard.asr.streaming import StreamOptions, stream_events, strip_punctuation  # noqa: E402
-from heard.transcript.events import TranscriptEvent  # noqa: E402
+from heard.asr.streaming import StreamOptions, stream_events, strip_punctuation
+from heard.transcript.events import TranscriptEvent
+from make_meeting import RATE, Voice, speak
 
 VOICE = Voice("en-us", 160)
 NATURAL = [
@@ -79,7 +78,9 @@ def write(path: Path, evs: list[TranscriptEvent]) -> None:
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parents[1] / "tests/data/cadence"
+    out = (
+        Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parents[1] / "tests/data/cadence"
+    )
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
