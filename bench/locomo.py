@@ -1,0 +1,165 @@
+"""Recall on LoCoMo (dev): heard's evidence index against bm25s on the same turns.
+
+Each conversation's turns are ingested as evidence (id = ``dia_id``, speaker,
+session); for every question of categories 1-4 with evidence ids, recall@k is
+the share of its evidence ids among the top k (averaged over questions), per
+category and overall, with p50/p95 recall latency. bm25s (PyPI) indexes the same
+turns as ``speaker: text`` with its own English stopwords, in the same run.
+
+``--scale N`` also measures the index at N synthetic evidence items: add rate,
+p50/p95 recall latency, peak RSS.
+
+Usage: python bench/locomo.py [--scale 100000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import bm25s
+
+from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.release.cadence import nearest_rank
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+KS = (1, 5, 10, 25)
+
+
+def conversations() -> list[dict[str, Any]]:
+    return list(json.loads(DATA.read_text(encoding="utf-8")))
+
+
+def turns_of(conv: dict[str, Any]) -> list[dict[str, str]]:
+    c = conv["conversation"]
+    return [
+        {**t, "session": key}
+        for key, value in c.items()
+        if key.startswith("session_") and not key.endswith("date_time")
+        for t in value
+    ]
+
+
+def questions_of(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    return [q for q in conv["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
+
+
+def score(ranked: list[str], evidence: list[str]) -> dict[int, float]:
+    wanted = set(evidence)
+    return {k: len(wanted & set(ranked[:k])) / len(wanted) for k in KS}
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.by_cat: dict[str, list[dict[int, float]]] = {}
+        self.latency_ms: list[float] = []
+
+    def add(self, category: int, recall: dict[int, float], ms: float) -> None:
+        self.by_cat.setdefault(str(category), []).append(recall)
+        self.by_cat.setdefault("all", []).append(recall)
+        self.latency_ms.append(ms)
+
+    def table(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            cat: {f"R@{k}": round(sum(r[k] for r in rows) / len(rows), 3) for k in KS}
+            | {"n": len(rows)}
+            for cat, rows in sorted(self.by_cat.items())
+        }
+        out["p50_ms"] = round(nearest_rank(self.latency_ms, 50), 3)
+        out["p95_ms"] = round(nearest_rank(self.latency_ms, 95), 3)
+        return out
+
+
+def run_heard(data: list[dict[str, Any]]) -> dict[str, Any]:
+    tally = Tally()
+    for conv in data:
+        index = EvidenceIndex()
+        for t in turns_of(conv):
+            index.add(Evidence(t["dia_id"], t["speaker"], t["text"], conv["sample_id"]))
+        for q in questions_of(conv):
+            started = time.perf_counter()
+            hits = index.recall(q["question"], k=max(KS))
+            ms = (time.perf_counter() - started) * 1000
+            tally.add(q["category"], score([h.id for h in hits], q["evidence"]), ms)
+    return tally.table()
+
+
+def run_bm25s(data: list[dict[str, Any]]) -> dict[str, Any]:
+    tally = Tally()
+    for conv in data:
+        turns = turns_of(conv)
+        corpus = [f"{t['speaker']}: {t['text']}" for t in turns]
+        retriever = bm25s.BM25()
+        retriever.index(
+            bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+        )
+        for q in questions_of(conv):
+            started = time.perf_counter()
+            tokens = bm25s.tokenize([q["question"]], stopwords="en", show_progress=False)
+            k = min(max(KS), len(corpus))
+            docs, _ = retriever.retrieve(tokens, k=k, show_progress=False)
+            ms = (time.perf_counter() - started) * 1000
+            ranked = [turns[int(i)]["dia_id"] for i in docs[0]]
+            tally.add(q["category"], score(ranked, q["evidence"]), ms)
+    return tally.table()
+
+
+def run_scale(n: int, queries: int = 500) -> dict[str, Any]:
+    rng = random.Random(5)
+    vocabulary = [f"w{i}" for i in range(50_000)]
+    weights = [1 / (i + 1) for i in range(len(vocabulary))]  # Zipf-like word frequencies
+    index = EvidenceIndex()
+    texts = [
+        " ".join(rng.choices(vocabulary, weights, k=rng.randint(5, 25)))
+        for _ in range(min(n, 20_000))
+    ]
+    started = time.perf_counter()
+    for i in range(n):
+        index.add(Evidence(f"e{i}", f"s{i % 7}", texts[i % len(texts)], f"c{i // 500}"))
+    add_s = time.perf_counter() - started
+    latencies = []
+    for _ in range(queries):
+        q = " ".join(rng.choices(vocabulary, weights, k=rng.randint(3, 8)))
+        t0 = time.perf_counter()
+        index.recall(q, k=10)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    return {
+        "items": n,
+        "adds_per_s": round(n / add_s),
+        "recall_p50_ms": round(nearest_rank(latencies, 50), 2),
+        "recall_p95_ms": round(nearest_rank(latencies, 95), 2),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--scale", type=int, default=0, help="also measure N synthetic items")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    data = conversations()
+    result: dict[str, Any] = {"heard": run_heard(data), "bm25s": run_bm25s(data)}
+    if args.scale:
+        result["scale"] = run_scale(args.scale)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return result
+    print(f"{'system':<8}{'category':<10}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS))
+    for system in ("heard", "bm25s"):
+        table = result[system]
+        for cat in ("1", "2", "3", "4", "all"):
+            row = table[cat]
+            print(f"{system:<8}{cat:<10}{row['n']:>5}" + "".join(f"{row[f'R@{k}']:>8}" for k in KS))
+        print(f"{system:<8}recall latency p50 {table['p50_ms']} ms, p95 {table['p95_ms']} ms")
+    if args.scale:
+        print(f"scale: {result['scale']}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

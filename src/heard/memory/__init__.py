@@ -1,0 +1,1 @@
+"""Memory a voice assistant can recall from: evidence (final utterances) and pages."""
