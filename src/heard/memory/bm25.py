@@ -3,9 +3,10 @@
 Documents are added one at a time and are searchable at once (a new final can be
 recalled in the same turn). Postings are per-term arrays of (document, term
 frequency); a query walks only its terms' postings, so its cost follows how
-common its words are, not how big the index is. Scores are Okapi BM25 with the
-Lucene/bm25s IDF, ``log(1 + (N - df + 0.5) / (df + 0.5))``, checked against
-``bm25s`` in tests/memory/test_bm25.py.
+common its words are, not how big the index is. Scores are BM25 as Lucene (and
+bm25s) compute it: IDF ``log(1 + (N - df + 0.5) / (df + 0.5))`` and no ``(k1 + 1)``
+factor in the numerator (it scales every score alike), checked against ``bm25s``
+in tests/memory/test_bm25.py.
 """
 
 from __future__ import annotations
@@ -119,9 +120,7 @@ class BM25Index:
             idf = self.idf(term) * weight
             get = totals.get
             for doc, tf in zip(postings, self._tfs[term], strict=True):
-                totals[doc] = get(doc, 0.0) + idf * tf * (k1 + 1) / (
-                    tf + norm + per_len * lengths[doc]
-                )
+                totals[doc] = get(doc, 0.0) + idf * tf / (tf + norm + per_len * lengths[doc])
         return totals
 
     def score_vector(self, query: str | Sequence[str]) -> npt.NDArray[np.float64]:
@@ -145,7 +144,7 @@ class BM25Index:
             docs = np.frombuffer(postings, dtype=np.int32)
             tf = np.frombuffer(self._tfs[term], dtype=np.int32).astype(np.float64)
             denom = tf + k1 * (1 - b + b * lengths[docs] / avgdl)
-            out[docs] += self.idf(term) * weight * tf * (k1 + 1) / denom
+            out[docs] += self.idf(term) * weight * tf / denom
         return out
 
     def search(self, query: str | Sequence[str], k: int = 10) -> list[Hit]:

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+
+from heard.errors import InputError
+from heard.memory.evidence import MAX_QUERY_CHARS, Evidence, EvidenceIndex
+
+
+def conversation(index: EvidenceIndex, name: str, turns: list[tuple[str, str]]) -> None:
+    for i, (speaker, text) in enumerate(turns):
+        index.add(Evidence(f"{name}:{i}", speaker, text, name))
+
+
+def test_the_answer_next_to_the_matching_turn_is_recalled() -> None:
+    index = EvidenceIndex()
+    conversation(index, "c1", [
+        ("Mel", "Did you finally go to the pottery workshop?"),
+        ("Caro", "Yes! Last Sunday, it was wonderful."),
+        ("Mel", "My kids love the beach in summer."),
+        ("Caro", "We should plan a camping trip."),
+    ])  # fmt: skip
+    ids = [r.id for r in index.recall("When did Caro go to the pottery workshop?", k=2)]
+    assert ids[0] == "c1:0"
+    assert "c1:1" in ids  # the answer carries no query word; it rides on its neighbour
+
+
+def test_neighbours_stay_inside_their_conversation() -> None:
+    index = EvidenceIndex()
+    conversation(index, "a", [("x", "pottery workshop on sunday")])
+    conversation(index, "b", [("y", "unrelated chatter about trains"), ("y", "more trains")])
+    ids = [r.id for r in index.recall("pottery workshop", k=5)]
+    assert ids == ["a:0"]
+
+
+def test_a_named_speaker_is_preferred() -> None:
+    index = EvidenceIndex()
+    turns = [
+        ("Caroline", "I adopted a dog"),
+        ("x", "filler one"),
+        ("x", "filler two"),
+        ("Melanie", "I adopted a dog"),
+        ("x", "filler three"),
+        ("x", "filler four"),
+    ]
+    conversation(index, "c", turns)
+    assert index.recall("Did Melanie adopt a dog?", k=1)[0].id == "c:3"
+    assert index.recall("Did Caroline adopt a dog?", k=1)[0].id == "c:0"
+
+
+def test_bad_queries_and_duplicates() -> None:
+    index = EvidenceIndex()
+    index.add(Evidence("e1", "a", "hello there"))
+    with pytest.raises(InputError, match="empty"):
+        index.recall("   ")
+    with pytest.raises(InputError, match="already"):
+        index.add(Evidence("e1", "a", "again"))
+    with pytest.raises(InputError, match="needs an id"):
+        index.add(Evidence("", "a", "no id"))
+    hits = index.recall("hello " * MAX_QUERY_CHARS)
+    assert index.truncated_last_query
+    assert [h.id for h in hits] == ["e1"]
+    assert EvidenceIndex().recall("anything") == []
