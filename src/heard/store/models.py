@@ -31,6 +31,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 __all__ = [
     "AudioTrack",
     "Base",
+    "EvidenceRow",
     "Meeting",
     "MeetingStatus",
     "Participant",
@@ -176,3 +177,19 @@ class Phrase(Base):
     end_at: Mapped[datetime]
 
     participant: Mapped[Participant] = relationship()
+
+
+class EvidenceRow(Base):
+    """A final utterance kept as memory evidence (only finals are admissible)."""
+
+    __tablename__ = "evidence"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    """Insertion order: neighbouring turns are neighbours in this order."""
+    ext_id: Mapped[str] = mapped_column(String(200), unique=True)
+    speaker: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    conversation: Mapped[str] = mapped_column(String(200), default="")
+    session: Mapped[str] = mapped_column(String(200), default="")
+    t: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

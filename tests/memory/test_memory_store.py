@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heard.errors import InputError
+from heard.memory.store import ingest_file, load_index
+from heard.store.database import Database
+
+UTTERANCES: list[dict[str, object]] = [
+    {
+        "id": "D1:1",
+        "speaker": "Caroline",
+        "text": "I went to a support group yesterday.",
+        "session": "s1",
+        "t": "2023-05-08T13:56:00Z",
+    },
+    {"id": "D1:2", "speaker": "Melanie", "text": "That sounds powerful!", "session": "s1"},
+    {
+        "id": "D1:3",
+        "speaker": "Caroline",
+        "text": "Great. I am thinking about counseling as a career.",
+        "session": "s1",
+    },
+]
+
+
+def write(tmp_path: Path, rows: list[dict[str, object]] | str, name: str = "u.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text(rows if isinstance(rows, str) else "".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_ingest_then_recall(db: Database, tmp_path: Path) -> None:
+    assert ingest_file(db, write(tmp_path, UTTERANCES)) == 3
+    index = load_index(db)
+    hits = index.recall("What career is Caroline thinking about?", k=2)
+    assert hits[0].id == "D1:3"
+    assert hits[0].speaker == "Caroline"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (
+            [{"id": "x", "speaker": "a", "text": "hi", "type": "partial"}],
+            "only finals are admissible",
+        ),
+        ([{"id": "x", "speaker": "a"}], "text"),
+        (
+            [{"id": "x", "speaker": "a", "text": "hi"}, {"id": "x", "speaker": "b", "text": "yo"}],
+            "appears twice",
+        ),
+        ([{"id": "x", "speaker": "a", "text": "hi", "t": "yesterday"}], "t"),
+        ([{"id": "x", "speaker": "a", "text": "hi", "t": "2023-05-08T13:56:00"}], "t"),
+        ("{broken\n", "malformed JSON"),
+        ("", "no utterances"),
+    ],
+)
+def test_bad_files_store_nothing(db: Database, tmp_path: Path, content: list[dict[str, object]] | str,
+                                 problem: str) -> None:  # fmt: skip
+    good = {"id": "ok", "speaker": "a", "text": "fine"}
+    rows: list[dict[str, object]] | str = [good, *content] if isinstance(content, list) else content
+    with pytest.raises(InputError, match=problem):
+        ingest_file(db, write(tmp_path, rows))
+    assert len(load_index(db)) == 0
+
+
+def test_ids_already_stored_are_refused_whole(db: Database, tmp_path: Path) -> None:
+    ingest_file(db, write(tmp_path, UTTERANCES[:1]))
+    with pytest.raises(InputError, match="already in memory: D1:1"):
+        ingest_file(db, write(tmp_path, UTTERANCES, "all.jsonl"))
+    assert len(load_index(db)) == 1
+
+
+def heard(*args: str, db_url: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, "HEARD_DATABASE_URL": db_url}
+    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
+                          env=env, check=False)  # fmt: skip
+
+
+def test_memory_cli(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mem.db'}"
+    empty = heard("memory", "recall", "anything", db_url=url)
+    assert empty.returncode == 2
+    assert "memory is empty" in empty.stderr
+    stored = heard("memory", "ingest", str(write(tmp_path, UTTERANCES)), db_url=url)
+    assert stored.returncode == 0, stored.stderr
+    assert "stored 3 utterances" in stored.stdout
+    result = heard("memory", "recall", "support group", "-k", "2", "--json", db_url=url)
+    items = json.loads(result.stdout)
+    assert items[0]["id"] == "D1:1"
+    assert {i["kind"] for i in items} == {"evidence"}
+    blank = heard("memory", "recall", "  ", db_url=url)
+    assert blank.returncode == 2
+    assert "query is empty" in blank.stderr
+    long = heard("memory", "recall", "support " * 1000, db_url=url)
+    assert long.returncode == 0
+    assert "query was cut" in long.stderr
+    for command in (
+        ["memory", "--help"],
+        ["memory", "ingest", "--help"],
+        ["memory", "recall", "--help"],
+    ):
+        assert heard(*command, db_url=url).returncode == 0
