@@ -61,8 +61,9 @@ def test_ingest_then_recall(db: Database, tmp_path: Path) -> None:
         ("", "no utterances"),
     ],
 )
-def test_bad_files_store_nothing(db: Database, tmp_path: Path, content: list[dict[str, object]] | str,
-                                 problem: str) -> None:  # fmt: skip
+def test_bad_files_store_nothing(
+    db: Database, tmp_path: Path, content: list[dict[str, object]] | str, problem: str
+) -> None:
     good = {"id": "ok", "speaker": "a", "text": "fine"}
     rows: list[dict[str, object]] | str = [good, *content] if isinstance(content, list) else content
     with pytest.raises(InputError, match=problem):
