@@ -105,3 +105,12 @@ def test_streaming_benchmark_policies_commit_every_word_once() -> None:
     assert heard.words[:2] == ["we", "ship"]  # committed at 2000, while still lowercase
     assert heard.latencies[0] == 1000
     assert bench.wer("we ship on friday then rest next week", heard.words) == 0.0
+
+
+def test_locomo_recall_beats_bm25s_on_the_same_turns() -> None:
+    result = load("locomo").main([])
+    heard, peer = result["heard"]["all"], result["bm25s"]["all"]
+    assert heard["n"] == peer["n"] > 700
+    for k in (1, 5, 10, 25):
+        assert heard[f"R@{k}"] > peer[f"R@{k}"]
+    assert heard["R@10"] >= 0.70
