@@ -7,10 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heard.errors import MissingDependencyError
+from heard.llm import ProviderError, ToolCall, ToolSpec
 from heard.release.tracker import ReleaseReason, ReleaseUnit
 from heard.release.translation import (
     ArgosTranslator,
     IdentityTranslator,
+    LLMTranslator,
     TranslatedUnit,
     TranslationQueue,
     Translator,
@@ -125,3 +127,31 @@ def test_a_closed_queue_refuses_units() -> None:
             queue.submit(unit(0))
 
     asyncio.run(run())
+
+
+class ScriptedProvider:
+    """A Provider at the LLM seam: returns scripted tool arguments and records the calls."""
+
+    name = "scripted"
+
+    def __init__(self, *answers: dict[str, object]) -> None:
+        self.answers = list(answers)
+        self.calls: list[dict[str, object]] = []
+
+    def call_tool(
+        self, *, system: str, prompt: str, tool: ToolSpec, timeout_s: float = 20.0
+    ) -> ToolCall:
+        self.calls.append({"system": system, "prompt": prompt, "tool": tool.name})
+        return ToolCall(tool.name, self.answers.pop(0))
+
+
+def test_llm_translator_through_a_provider() -> None:
+    provider = ScriptedProvider({"translation": "Wir liefern am Freitag."}, {"wrong": 1})
+    translator = LLMTranslator(provider)
+    assert isinstance(translator, Translator)
+    out = asyncio.run(translator.translate("We ship on Friday.", "en", "de"))
+    assert out == "Wir liefern am Freitag."
+    assert provider.calls[0]["tool"] == "emit_translation"
+    assert "en to de" in str(provider.calls[0]["system"])
+    with pytest.raises(ProviderError, match="without a translation"):
+        asyncio.run(translator.translate("again", "en", "de"))

@@ -19,6 +19,7 @@ from heard.release.tracker import (
 from heard.release.translation import (
     ArgosTranslator,
     IdentityTranslator,
+    LLMTranslator,
     TranslatedUnit,
     TranslationQueue,
     Translator,

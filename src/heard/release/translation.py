@@ -6,10 +6,10 @@ captions never reorder; a failed call is retried with exponential backoff, and a
 unit whose every attempt failed is still published, with its error, so the
 archive stays 1:1 with the units.
 
-Translators: ``IdentityTranslator`` (no translator configured: the text itself,
-and it says so), ``ArgosTranslator`` (offline, when ``argostranslate`` and the
-language pair are installed). An LLM translator plugs in through the same
-protocol once an LLM ``Provider`` is configured.
+Translators: ``LLMTranslator`` (any ``heard.llm.Provider``: OpenAI, Anthropic, an
+OpenAI-compatible local server), ``ArgosTranslator`` (offline, when
+``argostranslate`` and the language pair are installed) and ``IdentityTranslator``
+(no translator configured: the text itself, and it says so).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from heard.errors import MissingDependencyError
+from heard.llm.provider import Provider, ProviderError, ToolSpec
 from heard.release.tracker import ReleaseUnit
 
 __all__ = [
     "ArgosTranslator",
     "IdentityTranslator",
+    "LLMTranslator",
     "TranslatedUnit",
     "TranslationQueue",
     "Translator",
@@ -74,6 +76,42 @@ class ArgosTranslator:
 
     async def translate(self, text: str, source: str, target: str) -> str:
         return str(await asyncio.to_thread(self._translation.translate, text))
+
+
+_TRANSLATION_TOOL_PARAMETERS = {
+    "type": "object",
+    "properties": {"translation": {"type": "string", "description": "The translated text."}},
+    "required": ["translation"],
+}
+
+
+class LLMTranslator:
+    """Translation by any LLM ``Provider``, as one forced ``emit_translation`` tool call."""
+
+    is_identity = False
+
+    def __init__(self, provider: Provider, *, timeout_s: float = 20.0) -> None:
+        self.provider = provider
+        self.timeout_s = timeout_s
+        self.name = f"llm {provider.name}"
+
+    async def translate(self, text: str, source: str, target: str) -> str:
+        tool = ToolSpec(
+            "emit_translation", f"Return the {target} translation.", _TRANSLATION_TOOL_PARAMETERS
+        )
+        system = (
+            f"You translate live captions from {source} to {target}. Translate the caption "
+            "faithfully, keep names as they are, add nothing, and call emit_translation."
+        )
+        call = await asyncio.to_thread(
+            self.provider.call_tool, system=system, prompt=text, tool=tool, timeout_s=self.timeout_s
+        )
+        translation = call.arguments.get("translation")
+        if not isinstance(translation, str):
+            raise ProviderError(
+                f"{self.provider.name}: emit_translation without a translation string"
+            )
+        return translation
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,159 @@
+"""The official SDKs run for real over a faked HTTP transport.
+
+The request shape is asserted and the tool call parsed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from heard.errors import InputError
+from heard.llm import ProviderError, ToolSpec, provider_from_env
+from heard.llm.anthropic_provider import AnthropicProvider
+from heard.llm.openai_provider import OpenAIProvider
+
+TOOL = ToolSpec(
+    "emit_translation",
+    "Return the translation.",
+    {
+        "type": "object",
+        "properties": {"translation": {"type": "string"}},
+        "required": ["translation"],
+    },
+)
+
+
+def transport(reply: dict[str, Any] | int, seen: list[Any], http: Any = httpx) -> Any:
+    """A mock transport of ``http`` (httpx, or httpx2 for SDKs built on it)."""
+
+    def handle(request: Any) -> Any:
+        seen.append(request)
+        if isinstance(reply, int):
+            return http.Response(reply, json={"error": {"message": "boom", "type": "server_error"}})
+        return http.Response(200, json=reply)
+
+    return http.MockTransport(handle)
+
+
+def anthropic_client(reply: dict[str, Any] | int, seen: list[Any]) -> Any:
+    """The Anthropic SDK ships its own HTTP stack (httpx2 in 2.x, httpx before)."""
+    try:
+        import httpx2 as http
+    except ImportError:
+        http = httpx
+    return http.Client(transport=transport(reply, seen, http))
+
+
+def openai_reply(arguments: str, name: str = "emit_translation") -> dict[str, Any]:
+    return {
+        "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None,
+            "tool_calls": [
+                {"id": "t1", "type": "function", "function": {"name": name, "arguments": arguments}}
+            ],
+        }}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }  # fmt: skip
+
+
+def anthropic_reply(content: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": content, "stop_reason": "tool_use", "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }  # fmt: skip
+
+
+def test_openai_forces_the_tool_and_parses_its_arguments() -> None:
+    seen: list[Any] = []
+    client = httpx.Client(transport=transport(openai_reply('{"translation": "Hallo Welt"}'), seen))
+    provider = OpenAIProvider("gpt-test", api_key="k", http_client=client)
+    call = provider.call_tool(system="Translate.", prompt="hello world", tool=TOOL, timeout_s=5)
+    assert call.arguments == {"translation": "Hallo Welt"}
+    body = json.loads(seen[0].content)
+    assert seen[0].url.path.endswith("/chat/completions")
+    assert body["model"] == "gpt-test"
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "emit_translation"}}
+    assert body["tools"][0]["function"]["parameters"] == TOOL.parameters
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+
+
+def test_openai_compatible_local_server() -> None:
+    seen: list[Any] = []
+    client = httpx.Client(transport=transport(openai_reply('{"translation": "Hola"}'), seen))
+    provider = OpenAIProvider("llama", base_url="http://127.0.0.1:8080/v1", http_client=client)
+    assert provider.call_tool(system="s", prompt="p", tool=TOOL).arguments == {
+        "translation": "Hola"
+    }
+    assert str(seen[0].url).startswith("http://127.0.0.1:8080/v1/")
+    assert "llama@http://127.0.0.1:8080/v1" in provider.name
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (openai_reply('{"translation": "x"}', name="other_tool"), "no emit_translation call"),
+        (openai_reply("not json"), "not JSON"),
+        (openai_reply("[1, 2]"), "not an object"),
+        (500, "InternalServerError"),
+    ],
+)
+def test_openai_failures_are_provider_errors(reply: dict[str, Any] | int, problem: str) -> None:
+    client = httpx.Client(transport=transport(reply, []))
+    provider = OpenAIProvider("gpt-test", api_key="k", http_client=client, max_retries=0)
+    with pytest.raises(ProviderError, match=problem):
+        provider.call_tool(system="s", prompt="p", tool=TOOL)
+
+
+def test_anthropic_forces_the_tool_and_parses_its_input() -> None:
+    seen: list[Any] = []
+    reply = anthropic_reply([
+        {"type": "text", "text": "Sure."},
+        {"type": "tool_use", "id": "tu_1", "name": "emit_translation",
+         "input": {"translation": "Bonjour"}},
+    ])  # fmt: skip
+    provider = AnthropicProvider(
+        "claude-test", api_key="k", http_client=anthropic_client(reply, seen)
+    )
+    call = provider.call_tool(system="Translate.", prompt="hello", tool=TOOL)
+    assert call.arguments == {"translation": "Bonjour"}
+    body = json.loads(seen[0].content)
+    assert seen[0].url.path.endswith("/v1/messages")
+    assert body["tool_choice"] == {"type": "tool", "name": "emit_translation"}
+    assert body["tools"][0]["input_schema"] == TOOL.parameters
+    assert body["system"] == "Translate."
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (anthropic_reply([{"type": "text", "text": "no tool"}]), "no emit_translation call"),
+        (529, "Error"),
+    ],
+)
+def test_anthropic_failures_are_provider_errors(reply: dict[str, Any] | int, problem: str) -> None:
+    client = anthropic_client(reply, [])
+    provider = AnthropicProvider("claude-test", api_key="k", http_client=client, max_retries=0)
+    with pytest.raises(ProviderError, match=problem):
+        provider.call_tool(system="s", prompt="p", tool=TOOL)
+
+
+def test_provider_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HEARD_LLM_PROVIDER", raising=False)
+    assert provider_from_env() is None
+    monkeypatch.setenv("HEARD_LLM_PROVIDER", "openai")
+    monkeypatch.delenv("HEARD_LLM_MODEL", raising=False)
+    with pytest.raises(InputError, match="HEARD_LLM_MODEL"):
+        provider_from_env()
+    monkeypatch.setenv("HEARD_LLM_MODEL", "m")
+    monkeypatch.setenv("HEARD_LLM_BASE_URL", "http://127.0.0.1:1/v1")
+    provider = provider_from_env()
+    assert provider is not None
+    assert provider.name.startswith("openai:m")
+    monkeypatch.setenv("HEARD_LLM_PROVIDER", "bard")
+    with pytest.raises(InputError, match="choose openai or anthropic"):
+        provider_from_env()
