@@ -34,6 +34,7 @@ __all__ = [
     "RELEASE_MODES",
     "ArgosTranslator",
     "IdentityTranslator",
+    "LLMTranslator",
     "ReleaseConfig",
     "ReleaseMode",
     "ReleaseReason",
