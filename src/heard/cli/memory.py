@@ -10,8 +10,12 @@ import typer
 
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import DbOption, open_store
+from heard.errors import InputError
+from heard.llm.provider import provider_from_env
 from heard.memory.evidence import MAX_QUERY_CHARS
+from heard.memory.recall import MemoryRecall, RecallOptions
 from heard.memory.store import ingest_file, load_index
+from heard.memory.workspace import Workspace, check_workspace, load_workspace
 
 memory_app = typer.Typer(
     help="Memory a voice assistant recalls from: final utterances as evidence.",
@@ -33,30 +37,117 @@ def ingest(
     typer.echo(f"stored {count} utterances in {database.safe_url}")
 
 
+MemoryDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--memory", help="Workspace folder with pages/ and tree/ (default: ./memory if present)."
+    ),
+]
+
+
+def _workspace(folder: Path | None) -> Workspace | None:
+    if folder is not None:
+        return load_workspace(folder)
+    default = Path("memory")
+    return load_workspace(default) if (default / "pages").is_dir() else None
+
+
+def _recaller(db: str | None, memory: Path | None) -> MemoryRecall:
+    database = open_store(db)
+    evidence = load_index(database) if database.has_schema() else None
+    workspace = _workspace(memory)
+    if (evidence is None or not len(evidence)) and workspace is None:
+        raise InputError(
+            f"memory is empty in {database.safe_url} and no workspace was given; "
+            "run `heard memory ingest` or pass --memory DIR"
+        )
+    return MemoryRecall(workspace, evidence, provider=provider_from_env(), options=RecallOptions())
+
+
 @memory_app.command()
 @reports_errors
 def recall(
     query: Annotated[str, typer.Argument(help="What the assistant needs to remember.")],
-    k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many items.")] = 10,
+    k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many evidence items.")] = 10,
     db: DbOption = None,
+    memory: MemoryDirOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Rank stored evidence for QUERY (BM25 with neighbouring turns and speakers)."""
-    database = open_store(db)
-    index = load_index(database) if database.has_schema() else None
-    if index is None or not len(index):
-        from heard.errors import InputError
-
-        raise InputError(f"memory is empty in {database.safe_url}; run `heard memory ingest` first")
-    hits = index.recall(query, k=k)
-    if index.truncated_last_query:
+    """Rank pages and evidence for QUERY: pages through the retrieval loop (its gate when
+    $HEARD_LLM_PROVIDER is set), evidence by BM25 with neighbouring turns and speakers."""
+    recaller = _recaller(db, memory)
+    recaller.options = RecallOptions(k=k)
+    result = recaller.recall(query)
+    if recaller.evidence is not None and recaller.evidence.truncated_last_query:
         typer.echo(f"heard: note: the query was cut to {MAX_QUERY_CHARS} characters", err=True)
+    items = result.items(recaller.workspace)
     if as_json:
         payload = [
             {"id": h.id, "kind": h.kind, "score": h.score, "speaker": h.speaker, "text": h.text}
-            for h in hits
+            for h in items
         ]
         typer.echo(json.dumps(payload, indent=1, ensure_ascii=False))
         return
-    for rank, h in enumerate(hits, 1):
-        typer.echo(f"{rank:>3}. {h.score:7.3f}  {h.kind:<8} {h.id:<12} {h.speaker}: {h.text}")
+    for rank, h in enumerate(items, 1):
+        who = f"{h.speaker}: " if h.speaker else ""
+        typer.echo(f"{rank:>3}. {h.score:7.3f}  {h.kind:<8} {h.id:<14} {who}{h.text}")
+
+
+@memory_app.command()
+@reports_errors
+def simulate(
+    query: Annotated[str, typer.Argument(help="The turn to retrieve for.")],
+    db: DbOption = None,
+    memory: MemoryDirOption = None,
+) -> None:
+    """Show every retrieval pass (scouts, tree, edges, sticky, gate) and every LLM call."""
+    recaller = _recaller(db, memory)
+    result = recaller.recall(query, capture=True)
+    for p in result.passes:
+        typer.echo(typer.style(f"== pass {p.number}: {' / '.join(p.queries)}", bold=True))
+        typer.echo(f"   scouts : {', '.join(p.scouted) or '-'}")
+        typer.echo(f"   tree   : {', '.join(p.tree) or '-'}")
+        typer.echo(f"   edges  : {', '.join(p.edges) or '-'}")
+        typer.echo(f"   sticky : {', '.join(p.sticky) or '-'}")
+        if p.gate is not None:
+            how = f" (failed open: {p.gate.failed_open})" if p.gate.failed_open else ""
+            typer.echo(f"   gate   : {p.gate.decision}{how} -> {', '.join(p.gate.selected) or '-'}")
+            if p.gate.questions:
+                typer.echo(f"   asks   : {' | '.join(p.gate.questions)}")
+    for call in result.calls:
+        typer.echo(
+            typer.style(
+                f"== LLM call: pass {call.pass_number}, {call.lane}, {call.ms:.0f} ms", bold=True
+            )
+        )
+        typer.echo(
+            json.dumps(
+                {"request": call.request, "response": call.response, "error": call.error},
+                indent=1,
+                ensure_ascii=False,
+            )
+        )
+    if not result.calls:
+        typer.echo("no LLM calls (no provider configured: $HEARD_LLM_PROVIDER)")
+    typer.echo(typer.style(f"== evidence ({len(result.evidence)})", bold=True))
+    for h in result.evidence:
+        typer.echo(f"   {h.score:7.3f} {h.id}  {h.speaker}: {h.text}")
+
+
+@memory_app.command()
+@reports_errors
+def check(
+    folder: Annotated[Path, typer.Argument(help="Workspace folder with pages/ and tree/.")] = Path(
+        "memory"
+    ),
+) -> None:
+    """Report dangling references, cycles in the tree and duplicate slugs (exit 1 if any)."""
+    ws = load_workspace(folder)
+    problems = check_workspace(ws)
+    for problem in problems:
+        typer.echo(problem)
+    typer.echo(
+        f"{len(ws.pages.by_slug)} pages, {len(ws.tree.nodes)} tree nodes, {len(problems)} problems"
+    )
+    if problems:
+        raise typer.Exit(1)
