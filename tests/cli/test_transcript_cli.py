@@ -91,6 +91,8 @@ def test_demo_transcribes_the_sample_meeting_and_replays_partials() -> None:
         "alice",
     ]
     assert "uh-huh" in lines[1].lower()
+    recalled = result.output.split("== Memory:")[1]
+    assert "friday" in recalled.lower().splitlines()[1]  # "Let's meet again on Friday."
     assert "jfk_partials.jsonl" in result.output
     assert "runon_partials.jsonl" in result.output
     assert "ask what you can do for your country" in result.output.lower()

@@ -11,6 +11,7 @@ import typer
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import document, transcribe_meeting
 from heard.cli.transcript import replay_events
+from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec
@@ -34,7 +35,8 @@ def demo(
     ] = None,
 ) -> None:
     """Show heard at work on its bundled samples: a three-person meeting transcribed with
-    faster-whisper onto one timeline, then live partials stabilized as they arrive."""
+    faster-whisper onto one timeline, live partials stabilized as they arrive, and a
+    question recalled from the meeting's memory."""
     meeting = sample_meeting()
     typer.echo(typer.style(f"== Meeting: {meeting.title}", bold=True))
     typer.echo("   tracks: " + ", ".join(f"{who} ({path.name} @{offset:g}s)"
@@ -44,9 +46,13 @@ def demo(
         database = Database(db or f"sqlite:///{Path(tmp) / 'demo.db'}")
         try:
             meeting_id = transcribe_meeting(specs, title=meeting.title, db=database)
-            typer.echo(render(document(database, meeting_id), "txt"), nl=False)
+            doc = document(database, meeting_id)
+            typer.echo(render(doc, "txt"), nl=False)
         finally:
             database.dispose()
+    memory = EvidenceIndex()
+    for i, phrase in enumerate(doc.phrases):
+        memory.add(Evidence(f"{meeting_id[:8]}:{i}", phrase.participant, phrase.text, meeting_id))
     for name in SAMPLE_LOGS:
         typer.echo(typer.style(f"\n== Live partials: {name}", bold=True))
         session = TranscriptSession()
@@ -54,3 +60,7 @@ def demo(
     typer.echo(
         "\nStable text is green; the unstable tail is [bracketed]. Only finals become evidence."
     )
+    question = "When do we meet again?"
+    typer.echo(typer.style(f"\n== Memory: {question!r} recalled from the meeting", bold=True))
+    for hit in memory.recall(question, k=2):
+        typer.echo(f"   {hit.score:6.2f}  {hit.speaker}: {hit.text}")
