@@ -114,3 +114,19 @@ def test_locomo_recall_beats_bm25s_on_the_same_turns() -> None:
     for k in (1, 5, 10, 25):
         assert heard[f"R@{k}"] > peer[f"R@{k}"]
     assert heard["R@10"] >= 0.70
+
+
+def test_lexical_engines_agree_with_heard_on_what_ranks_first() -> None:
+    bench = load("lexical")
+    docs, queries = bench.corpus(3000)
+    engines = [bench.Heard(), bench.Bm25s(), bench.Tantivy(), bench.Fts5()]
+    for engine in engines:
+        engine.build(docs)
+    top = {e.name: [e.query(q)[:1] for q in queries] for e in engines}
+    agree = sum(a == b for a, b in zip(top["heard BM25"], top["bm25s"], strict=True))
+    assert agree >= 0.9 * len(queries)  # same BM25, same tokens: ties aside, same winner
+    for engine in engines:
+        assert all(len(r) <= 1 for r in top[engine.name])
+    heard = engines[0]
+    heard.add("w1 brandnewword")
+    assert heard.query("brandnewword") == [3000]  # searchable at once

@@ -11,7 +11,6 @@ in tests/memory/test_bm25.py.
 
 from __future__ import annotations
 
-import heapq
 import math
 from array import array
 from collections import Counter
@@ -148,6 +147,11 @@ class BM25Index:
         return out
 
     def search(self, query: str | Sequence[str], k: int = 10) -> list[Hit]:
-        totals = self.scores(query)
-        best = heapq.nlargest(k, totals.items(), key=lambda item: (item[1], -item[0]))
-        return [Hit(doc, score) for doc, score in best]
+        """The ``k`` best documents, best first (ties: earlier document first)."""
+        scores = self.score_vector(query)
+        k = min(k, len(scores))
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        ranked = sorted((int(d) for d in top if scores[d] > 0), key=lambda d: (-scores[d], d))
+        return [Hit(d, float(scores[d])) for d in ranked]
