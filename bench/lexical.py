@@ -19,6 +19,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
 import bm25s
@@ -34,9 +35,13 @@ def corpus(n: int, seed: int = 11) -> tuple[list[str], list[str]]:
     rng = random.Random(seed)
     vocabulary = [f"w{i}" for i in range(50_000)]
     weights = [1 / (i + 1) ** 1.1 for i in range(len(vocabulary))]
-    docs = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(5, 25))) for _ in range(n)]
+    cum = list(accumulate(weights))  # once: choices() with weights= redoes this every call
+    rare = list(accumulate(weights[50:]))
+    docs = [
+        " ".join(rng.choices(vocabulary, cum_weights=cum, k=rng.randint(5, 25))) for _ in range(n)
+    ]
     queries = [
-        " ".join(rng.choices(vocabulary[50:], weights[50:], k=rng.randint(3, 8)))
+        " ".join(rng.choices(vocabulary[50:], cum_weights=rare, k=rng.randint(3, 8)))
         for _ in range(QUERIES)
     ]
     return docs, queries
