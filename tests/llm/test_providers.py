@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 
 from heard.errors import InputError
@@ -26,8 +25,21 @@ TOOL = ToolSpec(
 )
 
 
-def transport(reply: dict[str, Any] | int, seen: list[Any], http: Any = httpx) -> Any:
-    """A mock transport of ``http`` (httpx, or httpx2 for SDKs built on it)."""
+def sdk_http() -> Any:
+    """The HTTP library the SDKs are built on: httpx2 for openai 3.x / anthropic 2.x, else httpx."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:
+        import httpx
+
+        return httpx
+
+
+def transport(reply: dict[str, Any] | int, seen: list[Any], http: Any = None) -> Any:
+    """A mock transport answering every request with ``reply`` (a JSON body or a status)."""
+    http = http or sdk_http()
 
     def handle(request: Any) -> Any:
         seen.append(request)
@@ -38,13 +50,8 @@ def transport(reply: dict[str, Any] | int, seen: list[Any], http: Any = httpx) -
     return http.MockTransport(handle)
 
 
-def anthropic_client(reply: dict[str, Any] | int, seen: list[Any]) -> Any:
-    """The Anthropic SDK ships its own HTTP stack (httpx2 in 2.x, httpx before)."""
-    try:
-        import httpx2 as http
-    except ImportError:
-        http = httpx
-    return http.Client(transport=transport(reply, seen, http))
+def client(reply: dict[str, Any] | int, seen: list[Any]) -> Any:
+    return sdk_http().Client(transport=transport(reply, seen))
 
 
 def openai_reply(arguments: str, name: str = "emit_translation") -> dict[str, Any]:
@@ -70,8 +77,8 @@ def anthropic_reply(content: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_openai_forces_the_tool_and_parses_its_arguments() -> None:
     seen: list[Any] = []
-    client = httpx.Client(transport=transport(openai_reply('{"translation": "Hallo Welt"}'), seen))
-    provider = OpenAIProvider("gpt-test", api_key="k", http_client=client)
+    http_client = client(openai_reply('{"translation": "Hallo Welt"}'), seen)
+    provider = OpenAIProvider("gpt-test", api_key="k", http_client=http_client)
     call = provider.call_tool(system="Translate.", prompt="hello world", tool=TOOL, timeout_s=5)
     assert call.arguments == {"translation": "Hallo Welt"}
     body = json.loads(seen[0].content)
@@ -84,8 +91,8 @@ def test_openai_forces_the_tool_and_parses_its_arguments() -> None:
 
 def test_openai_compatible_local_server() -> None:
     seen: list[Any] = []
-    client = httpx.Client(transport=transport(openai_reply('{"translation": "Hola"}'), seen))
-    provider = OpenAIProvider("llama", base_url="http://127.0.0.1:8080/v1", http_client=client)
+    http_client = client(openai_reply('{"translation": "Hola"}'), seen)
+    provider = OpenAIProvider("llama", base_url="http://127.0.0.1:8080/v1", http_client=http_client)
     assert provider.call_tool(system="s", prompt="p", tool=TOOL).arguments == {
         "translation": "Hola"
     }
@@ -103,8 +110,7 @@ def test_openai_compatible_local_server() -> None:
     ],
 )
 def test_openai_failures_are_provider_errors(reply: dict[str, Any] | int, problem: str) -> None:
-    client = httpx.Client(transport=transport(reply, []))
-    provider = OpenAIProvider("gpt-test", api_key="k", http_client=client, max_retries=0)
+    provider = OpenAIProvider("gpt-test", api_key="k", http_client=client(reply, []), max_retries=0)
     with pytest.raises(ProviderError, match=problem):
         provider.call_tool(system="s", prompt="p", tool=TOOL)
 
@@ -116,9 +122,7 @@ def test_anthropic_forces_the_tool_and_parses_its_input() -> None:
         {"type": "tool_use", "id": "tu_1", "name": "emit_translation",
          "input": {"translation": "Bonjour"}},
     ])  # fmt: skip
-    provider = AnthropicProvider(
-        "claude-test", api_key="k", http_client=anthropic_client(reply, seen)
-    )
+    provider = AnthropicProvider("claude-test", api_key="k", http_client=client(reply, seen))
     call = provider.call_tool(system="Translate.", prompt="hello", tool=TOOL)
     assert call.arguments == {"translation": "Bonjour"}
     body = json.loads(seen[0].content)
@@ -136,8 +140,8 @@ def test_anthropic_forces_the_tool_and_parses_its_input() -> None:
     ],
 )
 def test_anthropic_failures_are_provider_errors(reply: dict[str, Any] | int, problem: str) -> None:
-    client = anthropic_client(reply, [])
-    provider = AnthropicProvider("claude-test", api_key="k", http_client=client, max_retries=0)
+    http_client = client(reply, [])
+    provider = AnthropicProvider("claude-test", api_key="k", http_client=http_client, max_retries=0)
     with pytest.raises(ProviderError, match=problem):
         provider.call_tool(system="s", prompt="p", tool=TOOL)
 
