@@ -16,17 +16,27 @@ CANDIDATES = ["rhea", "tokyo-office", "launch-plan"]
 
 
 class Scripted:
-    """A Provider at the LLM seam: each call pops the next scripted answer (or raises it)."""
+    """A Provider at the LLM seam: gate calls pop the next scripted answer (or raise it);
+    descents pop ``descents`` and, when none is left, fail (the walk falls back to words)."""
 
     name = "scripted"
 
-    def __init__(self, *answers: dict[str, Any] | ToolCall | Exception) -> None:
+    def __init__(
+        self,
+        *answers: dict[str, Any] | ToolCall | Exception,
+        descents: list[list[str]] | None = None,
+    ) -> None:
         self.answers = list(answers)
+        self.descents = list(descents or [])
         self.prompts: list[str] = []
 
     def call_tool(
         self, *, system: str, prompt: str, tool: ToolSpec, timeout_s: float = 20.0
     ) -> ToolCall:
+        if tool.name == "choose_children":
+            if not self.descents:
+                raise ProviderError("no descent scripted")
+            return ToolCall(tool.name, {"children": self.descents.pop(0)})
         self.prompts.append(prompt)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
@@ -107,8 +117,9 @@ def test_more_runs_another_pass_on_the_gate_questions_and_stops_at_three() -> No
         ["lake trip"],
     ]
     assert "boat-trip" in result.passes[2].scouted
-    assert [c.pass_number for c in result.calls] == [1, 2, 3]
-    assert all(c.lane == "gate" for c in result.calls)
+    gate_calls = [c for c in result.calls if c.lane == "gate"]
+    assert [c.pass_number for c in gate_calls] == [1, 2, 3]
+    assert all(c.error for c in result.calls if c.lane == "descent")  # none scripted: fallback
     assert provider.answers == []
 
 
@@ -120,3 +131,25 @@ def test_evidence_comes_with_pages() -> None:
     items = result.items(memory.workspace)
     assert {i.kind for i in items} == {"page", "evidence"}
     assert items[-1].id == "e1"
+
+
+def test_the_llm_descender_chooses_the_branches() -> None:
+    # root -> work (chosen by the model although no query word matches it) -> budget-review
+    provider = Scripted(
+        {"decision": "ready", "selected_slugs": ["budget-review"]},
+        descents=[["node:work", "page:invented"], ["page:budget-review"]],
+    )
+    memory = MemoryRecall(load_workspace(WORKSPACE), provider=provider)
+    result = memory.recall("zebra", capture=True)
+    assert result.passes[0].tree == ["budget-review"]
+    assert result.pages == ["budget-review"]
+    lanes = [(c.lane, c.pass_number) for c in result.calls]
+    assert lanes == [("descent", 1), ("descent", 1), ("gate", 1)]
+
+
+def test_a_failed_descent_falls_back_to_words() -> None:
+    provider = Scripted({"decision": "ready", "selected_slugs": []})  # no descents scripted
+    memory = MemoryRecall(load_workspace(WORKSPACE), provider=provider)
+    result = memory.recall("what are the plans for the projects", capture=True)
+    assert "launch-plan" in result.passes[0].tree
+    assert all(c.error for c in result.calls if c.lane == "descent")

@@ -3,9 +3,10 @@
 Each pass:
 
 1. **scouts**: BM25 over pages (slug, summary, aliases, body) and over evidence;
-2. **tree walk**: from each root, the children whose composed index line best
-   matches the query are followed, ``tree_width`` at a time (lexical descent;
-   an LLM descender is the next step);
+2. **tree walk**: from each root down, ``tree_width`` children are followed per
+   node. With a provider, a forced ``choose_children`` call reads the node's
+   composed index and picks them; without one (or when the call fails) the
+   children whose index line shares the most words with the query are taken;
 3. **edge expansion**: pages linked from candidates, up to ``edge_hops`` hops and
    ``edge_cap`` pages; unknown slugs are skipped;
 4. **sticky carry-over**: pages injected on earlier turns are never dropped;
@@ -15,15 +16,22 @@ Each pass:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
-from heard.llm.provider import Provider
+from heard.llm.provider import Provider, ProviderError, ToolSpec
 from heard.memory.bm25 import BM25Index
 from heard.memory.evidence import EvidenceIndex, Recalled
-from heard.memory.gate import CallRecord, GateResult, run_gate
-from heard.memory.workspace import Workspace, compose_node_index
+from heard.memory.gate import CallRecord, CaptureSink, GateResult, run_gate
+from heard.memory.workspace import ChildRef, Workspace, compose_node_index
 
 __all__ = ["MemoryRecall", "PassTrace", "RecallOptions", "RecallResult"]
+
+DESCENT_SYSTEM = (
+    "You walk a tree of memory notes to find what answers a question. Given one node's index "
+    "(one line per child: [node:id] or [page:slug] with a summary, and routing hints), call "
+    "choose_children with the children worth opening, best first; choose none if none helps."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +101,7 @@ class MemoryRecall:
     def _scout(self, query: str) -> list[str]:
         return [self._slugs[h.doc] for h in self._pages.search(query, self.options.page_scouts)]
 
-    def _walk(self, query: str) -> list[str]:
+    def _walk(self, query: str, sink: CaptureSink | None = None) -> list[str]:
         ws = self.workspace
         if ws is None or not ws.tree.nodes:
             return []
@@ -107,18 +115,74 @@ class MemoryRecall:
                 continue
             visited.add(node_id)
             index = compose_node_index(node_id, ws.tree, ws.pages)
-            scored = []
-            for line, child in zip(index.splitlines(), ws.tree.children(node_id), strict=False):
-                overlap = len(terms & set(self._pages.tokens(line)))
-                if overlap:
-                    scored.append((overlap, child))
-            scored.sort(key=lambda item: -item[0])
-            for _, child in scored[: self.options.tree_width]:
+            resolvable = [
+                c
+                for c in ws.tree.children(node_id)
+                if (c.ref in ws.tree.nodes if c.kind == "node" else c.ref in ws.pages.by_slug)
+            ]
+            chosen = self._descend(query, node_id, index, resolvable, sink)
+            if chosen is None:
+                scored = []
+                for line, child in zip(index.splitlines(), resolvable, strict=False):
+                    overlap = len(terms & set(self._pages.tokens(line)))
+                    if overlap:
+                        scored.append((overlap, child))
+                scored.sort(key=lambda item: -item[0])
+                chosen = [child for _, child in scored]
+            for child in chosen[: self.options.tree_width]:
                 if child.kind == "page" and child.ref not in found:
                     found.append(child.ref)
                 elif child.kind == "node":
                     frontier.append(child.ref)
         return found
+
+    def _descend(
+        self,
+        query: str,
+        node_id: str,
+        index: str,
+        children: list[ChildRef],
+        sink: CaptureSink | None,
+    ) -> list[ChildRef] | None:
+        """The LLM descender: the children to follow, or None to fall back to words."""
+        if self.provider is None or not children:
+            return None
+        refs = [f"{c.kind}:{c.ref}" for c in children]
+        tool = ToolSpec(
+            "choose_children",
+            "Choose the children of this memory node worth opening for the question, best first.",
+            {
+                "type": "object",
+                "properties": {
+                    "children": {"type": "array", "items": {"type": "string", "enum": refs}}
+                },
+                "required": ["children"],
+            },
+        )
+        prompt = f'<question>\n{query}\n</question>\n<node id="{node_id}">\n{index}\n</node>'
+        request = {"system": DESCENT_SYSTEM, "prompt": prompt, "tool": tool.name}
+        started = time.perf_counter()
+        try:
+            call = self.provider.call_tool(system=DESCENT_SYSTEM, prompt=prompt, tool=tool)
+            picked = call.arguments.get("children")
+            if not isinstance(picked, list):
+                raise ProviderError("choose_children without a children list")
+        except Exception as e:  # noqa: BLE001 - a failed descent falls back to lexical
+            if sink:
+                sink(
+                    CallRecord(
+                        "descent", request, None, str(e), (time.perf_counter() - started) * 1000
+                    )
+                )
+            return None
+        if sink:
+            sink(
+                CallRecord(
+                    "descent", request, call.arguments, None, (time.perf_counter() - started) * 1000
+                )
+            )
+        by_ref = dict(zip(refs, children, strict=True))
+        return [by_ref[r] for r in picked if isinstance(r, str) and r in by_ref]
 
     def _edges(self, seeds: list[str]) -> list[str]:
         ws = self.workspace
@@ -158,8 +222,9 @@ class MemoryRecall:
         gate: GateResult | None = None
         summaries = {s: p.summary for s, p in self.workspace.pages.by_slug.items()}
         for number in range(1, o.max_passes + 1):
+            records_before = len(calls)
             scouted = [s for q in queries for s in self._scout(q)]
-            tree = [s for q in queries for s in self._walk(q)]
+            tree = [s for q in queries for s in self._walk(q, sink)]
             for slug in [*scouted, *tree]:
                 if slug not in candidates:
                     candidates.append(slug)
@@ -168,8 +233,6 @@ class MemoryRecall:
             kept_sticky = [s for s in sticky if s in self.workspace.pages.by_slug]
             trace = PassTrace(number, queries, scouted, tree, edges, kept_sticky)
             passes.append(trace)
-            if sink:
-                records_before = len(calls)
             gate = run_gate(
                 " / ".join(queries),
                 candidates,
