@@ -12,6 +12,7 @@ import pytest
 from heard.errors import InputError
 from heard.llm import ProviderError, ToolSpec, provider_from_env
 from heard.llm.anthropic_provider import AnthropicProvider
+from heard.llm.gemini_provider import GeminiProvider
 from heard.llm.openai_provider import OpenAIProvider
 
 TOOL = ToolSpec(
@@ -159,5 +160,41 @@ def test_provider_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert provider is not None
     assert provider.name.startswith("openai:m")
     monkeypatch.setenv("HEARD_LLM_PROVIDER", "bard")
-    with pytest.raises(InputError, match="choose openai or anthropic"):
+    with pytest.raises(InputError, match="choose openai, anthropic or gemini"):
         provider_from_env()
+
+
+def gemini_reply(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
+
+
+def test_gemini_forces_the_function_and_parses_its_args() -> None:
+    seen: list[Any] = []
+    reply = gemini_reply(
+        [{"functionCall": {"name": "emit_translation", "args": {"translation": "Ciao"}}}]
+    )
+    provider = GeminiProvider("gemini-test", api_key="k", http_client=client(reply, seen))
+    call = provider.call_tool(system="Translate.", prompt="hello", tool=TOOL)
+    assert call.arguments == {"translation": "Ciao"}
+    assert seen[0].url.path.endswith("models/gemini-test:generateContent")
+    body = json.loads(seen[0].content)
+    assert body["toolConfig"]["functionCallingConfig"] == {
+        "mode": "ANY",
+        "allowedFunctionNames": ["emit_translation"],
+    }
+    declaration = body["tools"][0]["functionDeclarations"][0]
+    assert declaration["name"] == "emit_translation"
+    # the SDK sends this field as it names it (its JSON-schema field keeps its snake case)
+    schema = declaration.get("parametersJsonSchema", declaration.get("parameters_json_schema"))
+    assert schema == TOOL.parameters
+    assert body["systemInstruction"]["parts"][0]["text"] == "Translate."
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [(gemini_reply([{"text": "no call"}]), "no emit_translation call"), (500, "Error")],
+)
+def test_gemini_failures_are_provider_errors(reply: dict[str, Any] | int, problem: str) -> None:
+    provider = GeminiProvider("gemini-test", api_key="k", http_client=client(reply, []))
+    with pytest.raises(ProviderError, match=problem):
+        provider.call_tool(system="s", prompt="p", tool=TOOL)

@@ -3,14 +3,15 @@
 heard asks LLMs for structured answers only (a gate decision, a translation, a
 tree step), so the one operation is: given a system text, a prompt and a tool,
 make the model call that tool and return its arguments. Adapters wrap the
-official SDKs (``heard.llm.openai_provider``, ``heard.llm.anthropic_provider``);
+official SDKs (``heard.llm.openai_provider``, ``heard.llm.anthropic_provider``,
+``heard.llm.gemini_provider``);
 ``provider_from_env`` picks one from the environment, or returns None, in which
 case every lane that needs an LLM is skipped or fails open.
 
-* ``HEARD_LLM_PROVIDER``: ``openai`` or ``anthropic`` (unset: no provider);
+* ``HEARD_LLM_PROVIDER``: ``openai``, ``anthropic`` or ``gemini`` (unset: no provider);
 * ``HEARD_LLM_MODEL``: the model name;
 * ``HEARD_LLM_BASE_URL``: an OpenAI-compatible server (llama.cpp, Ollama, vLLM);
-* the SDK's own key variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``).
+* the SDK's own key variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``).
 """
 
 from __future__ import annotations
@@ -70,4 +71,8 @@ def provider_from_env() -> Provider | None:
         from heard.llm.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(model)
-    raise InputError(f"HEARD_LLM_PROVIDER {kind!r}: choose openai or anthropic")
+    if kind == "gemini":
+        from heard.llm.gemini_provider import GeminiProvider
+
+        return GeminiProvider(model)
+    raise InputError(f"HEARD_LLM_PROVIDER {kind!r}: choose openai, anthropic or gemini")
