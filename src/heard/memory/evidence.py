@@ -108,18 +108,29 @@ class EvidenceIndex:
         scores = self._bm25.score_vector(query)
         if not len(scores):
             return []
+        hits = np.flatnonzero(scores)
+        if not len(hits):
+            return []
         named = [self._speaker_ids[t] for t in set(tokenize(query)) if t in self._speaker_ids]
         if named:
             speakers = np.frombuffer(self._speaker_of, dtype=np.int32)
-            scores[np.isin(speakers, named)] *= SPEAKER_BOOST
+            boosted = hits[np.isin(speakers[hits], named)]
+            scores[boosted] *= SPEAKER_BOOST
+        # Only matches and their neighbours can score: work on those, not on every item.
+        near = [np.frombuffer(n, dtype=np.int32) for n in self._near]
+        targets = np.unique(np.concatenate([hits, *(n[hits] for n in near)]))
+        targets = targets[targets >= 0]
         padded = np.append(scores, 0.0)  # index -1 reads this zero: "no neighbour"
-        spread = scores.copy()
-        for near, offset in zip(self._near, (2, 1, 1, 2), strict=True):
-            spread += NEIGHBOUR_SHARE / offset * padded[np.frombuffer(near, dtype=np.int32)]
+        spread = scores[targets].copy()
+        for n, offset in zip(near, (2, 1, 1, 2), strict=True):
+            spread += NEIGHBOUR_SHARE / offset * padded[n[targets]]
         k = min(k, len(spread))
-        top = np.argpartition(-spread, k - 1)[:k]
+        order = np.argpartition(-spread, k - 1)[:k]
+        top = targets[order]
+        spread_of = dict(zip(targets[order].tolist(), spread[order].tolist(), strict=True))
         best = sorted(
-            ((int(d), float(spread[d])) for d in top if spread[d] > 0), key=lambda x: (-x[1], x[0])
+            ((int(d), spread_of[int(d)]) for d in top if spread_of[int(d)] > 0),
+            key=lambda x: (-x[1], x[0]),
         )
         return [
             Recalled(
