@@ -60,3 +60,32 @@ def test_bad_queries_and_duplicates() -> None:
     assert index.truncated_last_query
     assert [h.id for h in hits] == ["e1"]
     assert EvidenceIndex().recall("anything") == []
+
+
+def test_the_sparse_path_ranks_exactly_like_a_full_pass() -> None:
+    import random
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(300)]
+    index = EvidenceIndex()
+    items = []
+    for i in range(3000):
+        e = Evidence(f"e{i}", f"s{i % 3}", " ".join(rng.choices(words, k=8)), f"c{i // 40}")
+        if i % 500 == 7:
+            e = Evidence(e.id, e.speaker, e.text + " rareword", e.conversation)
+        index.add(e)
+        items.append(e)
+    # brute force: BM25 on every item, then each item's neighbours within its conversation
+    scores = index._bm25.score_vector("rareword")
+    expected = {}
+    for d, e in enumerate(items):
+        total = scores[d]
+        for off, share in ((1, 0.5), (2, 0.25)):
+            for n in (d - off, d + off):
+                if 0 <= n < len(items) and items[n].conversation == e.conversation:
+                    total += share * scores[n]
+        expected[e.id] = total
+    want = sorted((i for i in expected if expected[i] > 0), key=lambda i: -expected[i])[:10]
+    got = index.recall("rareword", k=10)
+    assert [h.id for h in got] == want
+    assert [h.score for h in got] == pytest.approx([round(expected[i], 4) for i in want], abs=1e-3)

@@ -116,18 +116,22 @@ class EvidenceIndex:
             speakers = np.frombuffer(self._speaker_of, dtype=np.int32)
             boosted = hits[np.isin(speakers[hits], named)]
             scores[boosted] *= SPEAKER_BOOST
-        # Only matches and their neighbours can score: work on those, not on every item.
         near = [np.frombuffer(n, dtype=np.int32) for n in self._near]
-        targets = np.unique(np.concatenate([hits, *(n[hits] for n in near)]))
-        targets = targets[targets >= 0]
         padded = np.append(scores, 0.0)  # index -1 reads this zero: "no neighbour"
+        if len(hits) * 50 < len(scores):
+            # Few matches: only they and their neighbours can score, so work on those.
+            targets = np.unique(np.concatenate([hits, *(n[hits] for n in near)]))
+            targets = targets[targets >= 0]
+        else:
+            # Many matches: sorting them costs more than one pass over every item.
+            targets = np.arange(len(scores))
         spread = scores[targets].copy()
         for n, offset in zip(near, (2, 1, 1, 2), strict=True):
             spread += NEIGHBOUR_SHARE / offset * padded[n[targets]]
         k = min(k, len(spread))
         order = np.argpartition(-spread, k - 1)[:k]
         top = targets[order]
-        spread_of = dict(zip(targets[order].tolist(), spread[order].tolist(), strict=True))
+        spread_of = dict(zip(top.tolist(), spread[order].tolist(), strict=True))
         best = sorted(
             ((int(d), spread_of[int(d)]) for d in top if spread_of[int(d)] > 0),
             key=lambda x: (-x[1], x[0]),
