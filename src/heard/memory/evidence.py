@@ -129,13 +129,15 @@ class EvidenceIndex:
         for n, offset in zip(near, (2, 1, 1, 2), strict=True):
             spread += NEIGHBOUR_SHARE / offset * padded[n[targets]]
         k = min(k, len(spread))
-        order = np.argpartition(-spread, k - 1)[:k]
-        top = targets[order]
-        spread_of = dict(zip(top.tolist(), spread[order].tolist(), strict=True))
+        kth = spread[np.argpartition(-spread, k - 1)[:k]].min()
+        # everything tied with the k-th score stays in, so ties break by position, not by chance
+        keep = np.flatnonzero(spread >= kth)
+        top = targets[keep]
+        spread_of = dict(zip(top.tolist(), spread[keep].tolist(), strict=True))
         best = sorted(
             ((int(d), spread_of[int(d)]) for d in top if spread_of[int(d)] > 0),
             key=lambda x: (-x[1], x[0]),
-        )
+        )[:k]
         return [
             Recalled(
                 self._items[d].id,
