@@ -15,7 +15,19 @@ from heard.errors import (
     TurnStateError,
     UnknownNameError,
 )
+from heard.llm import Provider, ProviderError, provider_from_env
+from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.memory.recall import MemoryRecall
+from heard.memory.workspace import load_workspace
 from heard.pipeline import PipelineOptions, PipelineOutcome, PipelineResult, run_pipeline
+from heard.release import (
+    IdentityTranslator,
+    LLMTranslator,
+    ReleaseMode,
+    ReleaseTracker,
+    ReleaseUnit,
+    TranslationQueue,
+)
 from heard.store import Database, MeetingStatus, TrackStatus
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
 from heard.timeline import PhraseDraft, Segment, Track, build_phrases
@@ -46,20 +58,30 @@ __all__ = [
     "Database",
     "EventKind",
     "EventLogError",
+    "Evidence",
+    "EvidenceIndex",
     "FasterWhisperTranscriber",
     "GateConfig",
     "GateDecision",
     "GenerationGuard",
     "HeardError",
     "Hypothesis",
+    "IdentityTranslator",
     "InputError",
+    "LLMTranslator",
     "MeetingStatus",
+    "MemoryRecall",
     "MissingDependencyError",
     "NotFoundError",
     "PhraseDraft",
     "PipelineOptions",
     "PipelineOutcome",
     "PipelineResult",
+    "Provider",
+    "ProviderError",
+    "ReleaseMode",
+    "ReleaseTracker",
+    "ReleaseUnit",
     "Segment",
     "SignalExtractor",
     "Signals",
@@ -72,6 +94,7 @@ __all__ = [
     "TranscriptEvent",
     "TranscriptSession",
     "TranscriptStep",
+    "TranslationQueue",
     "TurnId",
     "TurnStateError",
     "TurnTracker",
@@ -80,7 +103,9 @@ __all__ = [
     "__version__",
     "build_phrases",
     "create_meeting",
+    "load_workspace",
     "meeting_phrases",
+    "provider_from_env",
     "read_events",
     "run_guarded",
     "run_pipeline",
