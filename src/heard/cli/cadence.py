@@ -33,9 +33,11 @@ def cadence(
     events: Annotated[list[Path], typer.Argument(help="Transcript-event logs (JSONL).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
 ) -> None:
-    """Per log and release mode (relaxed, balanced, live): units released, cost against
-    Relaxed, words, p50/p95 latency from a word first heard to its release, and Balanced's
-    escalation transitions."""
+    """Cost and latency of each release mode (relaxed, balanced, live) on event logs.
+
+    Per log and mode: units released, cost against Relaxed, words, p50/p95 latency from a
+    word first heard to its release, and Balanced's escalation transitions.
+    """
     rows = [row for path in events for row in cadence_rows(path.stem, read_events(path))]
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1))

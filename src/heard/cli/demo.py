@@ -34,9 +34,11 @@ def demo(
         ),
     ] = None,
 ) -> None:
-    """Show heard at work on its bundled samples: a three-person meeting transcribed with
-    faster-whisper onto one timeline, live partials stabilized as they arrive, and a
-    question recalled from the meeting's memory."""
+    """Show heard at work on its bundled samples.
+
+    A three-person meeting transcribed with faster-whisper onto one timeline, live partials
+    stabilized as they arrive, and a question recalled from the meeting's memory.
+    """
     meeting = sample_meeting()
     typer.echo(typer.style(f"== Meeting: {meeting.title}", bold=True))
     typer.echo("   tracks: " + ", ".join(f"{who} ({path.name} @{offset:g}s)"

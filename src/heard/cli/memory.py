@@ -18,7 +18,7 @@ from heard.memory.store import ingest_file, load_index
 from heard.memory.workspace import Workspace, check_workspace, load_workspace
 
 memory_app = typer.Typer(
-    help="Memory a voice assistant recalls from: final utterances as evidence.",
+    help="Memory a voice assistant recalls from: evidence, pages, the tree and the gate.",
     no_args_is_help=True,
 )
 app.add_typer(memory_app, name="memory")
@@ -73,8 +73,11 @@ def recall(
     memory: MemoryDirOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Rank pages and evidence for QUERY: pages through the retrieval loop (its gate when
-    $HEARD_LLM_PROVIDER is set), evidence by BM25 with neighbouring turns and speakers."""
+    """Rank pages and evidence for QUERY.
+
+    Pages go through the retrieval loop (its gate when $HEARD_LLM_PROVIDER is set); evidence
+    is ranked by BM25 with neighbouring turns and speakers.
+    """
     recaller = _recaller(db, memory)
     recaller.options = RecallOptions(k=k)
     result = recaller.recall(query)

@@ -122,7 +122,10 @@ def replay(
     min_new_tokens: MinNewOption = _DEFAULT_GATE.min_new_content_tokens,
     entity: EntityOption = None,
 ) -> None:
-    """Replay a transcript-event log: per event the turn, stable text, unstable tail and
-    the speculation gate's decision, then a summary."""
+    """Replay a transcript-event log through the stabilization core.
+
+    Per event: the turn, stable text, unstable tail and the speculation gate's decision;
+    then a summary.
+    """
     session = _session(word_match, debounce_ms, min_new_tokens, entity)
     replay_events(read_events(events), session, as_json=as_json)
