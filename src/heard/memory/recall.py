@@ -2,7 +2,8 @@
 
 Each pass:
 
-1. **scouts**: BM25 over pages (slug, summary, aliases, body) and over evidence;
+1. **scouts**: BM25 over pages (slug, summary, aliases, body) and over evidence,
+   and, with an embedder (``heard[dense]``), the pages nearest the query by cosine;
 2. **tree walk**: from each root down, ``tree_width`` children are followed per
    node. With a provider, a forced ``choose_children`` call reads the node's
    composed index and picks them; without one (or when the call fails) the
@@ -19,13 +20,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from heard.llm.provider import Provider, ProviderError, ToolSpec
 from heard.memory.bm25 import BM25Index
+from heard.memory.dense import DenseIndex, Embedder
 from heard.memory.evidence import EvidenceIndex, Recalled
 from heard.memory.gate import CallRecord, CaptureSink, GateResult, run_gate
 from heard.memory.workspace import ChildRef, Workspace, compose_node_index
 
 __all__ = ["MemoryRecall", "PassTrace", "RecallOptions", "RecallResult"]
+
+DENSE_FLOOR = 0.3
+"""A page the dense scout brings must be at least this close (cosine) to the query."""
 
 DESCENT_SYSTEM = (
     "You walk a tree of memory notes to find what answers a question. Given one node's index "
@@ -83,23 +90,38 @@ class MemoryRecall:
         *,
         provider: Provider | None = None,
         options: RecallOptions | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.workspace = workspace
+        self.embedder = embedder
+        self._page_vectors: DenseIndex | None = None
         self.evidence = evidence
         self.provider = provider
         self.options = options or RecallOptions()
         self._pages = BM25Index(stem=True)
         self._slugs: list[str] = []
         if workspace:
+            texts = []
             for page in workspace.pages.by_slug.values():
                 text = " ".join(
                     [page.slug.replace("-", " "), page.summary, *page.aliases, page.body]
                 )
                 self._pages.add(text)
                 self._slugs.append(page.slug)
+                texts.append(text)
+            if embedder is not None and texts:
+                self._page_vectors = DenseIndex(embedder.dim)
+                self._page_vectors.add(embedder.embed(texts))
 
     def _scout(self, query: str) -> list[str]:
-        return [self._slugs[h.doc] for h in self._pages.search(query, self.options.page_scouts)]
+        n = self.options.page_scouts
+        found = [self._slugs[h.doc] for h in self._pages.search(query, n)]
+        if self.embedder is not None and self._page_vectors is not None:
+            cosine = self._page_vectors.scores(self.embedder.embed([query])[0])
+            for doc in np.argsort(-cosine)[:n].tolist():
+                if cosine[doc] >= DENSE_FLOOR and self._slugs[doc] not in found:
+                    found.append(self._slugs[doc])
+        return found
 
     def _walk(self, query: str, sink: CaptureSink | None = None) -> list[str]:
         ws = self.workspace

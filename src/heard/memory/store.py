@@ -15,6 +15,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from sqlalchemy import select
 
 from heard.errors import InputError
+from heard.memory.dense import Embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.store.database import Database
 from heard.store.models import EvidenceRow
@@ -95,10 +96,12 @@ def ingest_file(db: Database, path: str | Path) -> int:
     return len(items)
 
 
-def load_index(db: Database) -> EvidenceIndex:
+def load_index(db: Database, embedder: Embedder | None = None) -> EvidenceIndex:
     """An index over every stored utterance, in the order they were stored."""
-    index = EvidenceIndex()
+    index = EvidenceIndex(embedder)
     with db.session() as s:
-        for row in s.scalars(select(EvidenceRow).order_by(EvidenceRow.seq)):
-            index.add(Evidence(row.ext_id, row.speaker, row.text, row.conversation, row.t))
+        index.extend(
+            Evidence(row.ext_id, row.speaker, row.text, row.conversation, row.t)
+            for row in s.scalars(select(EvidenceRow).order_by(EvidenceRow.seq))
+        )
     return index
