@@ -76,12 +76,18 @@ def read_utterances(path: str | Path) -> list[tuple[Evidence, str]]:
 
 def ingest_file(db: Database, path: str | Path) -> int:
     """Store every utterance of ``path`` in one transaction; nothing if any is bad."""
-    items = read_utterances(path)
+    return store_evidence(db, read_utterances(path), source=str(path))
+
+
+def store_evidence(
+    db: Database, items: list[tuple[Evidence, str]], *, source: str = "evidence"
+) -> int:
+    """Store ``(evidence, session)`` pairs in one transaction; none if an id is taken."""
     with db.session() as s:
         ids = [e.id for e, _ in items]
         taken = s.scalars(select(EvidenceRow.ext_id).where(EvidenceRow.ext_id.in_(ids))).all()
         if taken:
-            raise InputError(f"{path}: ids already in memory: {', '.join(sorted(taken)[:5])}")
+            raise InputError(f"{source}: ids already in memory: {', '.join(sorted(taken)[:5])}")
         s.add_all(
             EvidenceRow(
                 ext_id=e.id,

@@ -1,0 +1,1 @@
+"""A live conversation: transcript, memory and release wired together."""

@@ -1,0 +1,385 @@
+"""One live conversation: transcript events in; captions and prepared memory context out.
+
+Per speaker, a ``TranscriptSession`` keeps the stable prefix and the speculation
+gate. When the gate fires on a partial, a retrieval starts on the stable prefix
+(a newer one cancels the older). When the final arrives:
+
+* **reuse** the speculative result if the final says what was speculated on:
+  the Jaccard overlap of the two content-token sets is at least
+  ``REUSE_JACCARD`` (measured in ``bench/prefetch.py``; BENCHMARKS.md). A
+  speculation still running is awaited rather than started again;
+* otherwise **retrieve again** on the final text.
+
+The result is published as a ``PreparedContext`` for the next reply, with its
+provenance and how many milliseconds after the final it was ready, unless a
+newer turn of that speaker (or an interruption) began meanwhile: stale work
+is dropped by a ``GenerationGuard``, never published. A failed retrieval yields
+an empty context with the error recorded; the conversation goes on.
+
+Only finals become evidence, remembered in the order they were heard (a turn's
+own final is left out of its context, so a question does not recall itself);
+partials never do. Release units for captions come from a
+``ReleaseTracker`` per speaker, alongside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from heard.memory.evidence import Evidence, Recalled
+from heard.release.tracker import ReleaseMode, ReleaseTracker, ReleaseUnit
+from heard.transcript.events import EventKind, TranscriptEvent
+from heard.transcript.gate import GateConfig, GateDecision
+from heard.transcript.guard import GenerationGuard
+from heard.transcript.session import TranscriptSession, TranscriptStep
+from heard.transcript.tokenize import content_tokens
+from heard.transcript.turns import TurnId
+
+__all__ = [
+    "REUSE_JACCARD",
+    "Conversation",
+    "LiveStats",
+    "PreparedContext",
+    "Retrieved",
+    "Retriever",
+    "reusable",
+]
+
+REUSE_JACCARD = 0.6
+"""Reuse a speculation when |S & F| / |S | F| >= this, S and F being the content tokens of the
+speculated stable prefix and of the final (bench/prefetch.py: the choice and its cost)."""
+
+Source = Literal["speculative", "final", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """What one retrieval found."""
+
+    pages: tuple[str, ...] = ()
+    evidence: tuple[Recalled, ...] = ()
+
+
+class Retriever(Protocol):
+    """Where a conversation recalls from and what it remembers into."""
+
+    async def retrieve(self, query: str, sticky: tuple[str, ...]) -> Retrieved: ...
+
+    async def remember(self, evidence: Evidence) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedContext:
+    """Memory ready for the reply to one turn, and where it came from."""
+
+    turn: str
+    speaker: str
+    query: str
+    """The text retrieved for: the speculated stable prefix, or the final."""
+    final: str
+    source: Source
+    """"speculative" (reused), "final" (retrieved on the final), "none" (failed)."""
+    pages: tuple[str, ...]
+    evidence: tuple[Recalled, ...]
+    ready_after_final_ms: float
+    """Milliseconds from the final's arrival to this context being ready."""
+    retrievals: int
+    """Retrievals this turn started, speculative and final."""
+    wasted: int
+    """Of those, the ones whose result was not used."""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "turn": self.turn,
+            "speaker": self.speaker,
+            "query": self.query,
+            "final": self.final,
+            "source": self.source,
+            "pages": list(self.pages),
+            "evidence": [
+                {"id": r.id, "score": r.score, "speaker": r.speaker, "text": r.text}
+                for r in self.evidence
+            ],
+            "ready_after_final_ms": round(self.ready_after_final_ms, 3),
+            "retrievals": self.retrievals,
+            "wasted": self.wasted,
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True)
+class LiveStats:
+    turns: int = 0
+    speculations: int = 0
+    reused: int = 0
+    fresh: int = 0
+    wasted: int = 0
+    stale_dropped: int = 0
+    failed: int = 0
+    cancelled: int = 0
+
+
+def reusable(speculated: frozenset[str], final: frozenset[str], threshold: float) -> bool:
+    """The reuse rule: enough of the final's content words were speculated on, and few more."""
+    if not final:
+        return False
+    union = speculated | final
+    return len(speculated & final) / len(union) >= threshold
+
+
+@dataclass(slots=True)
+class _Turn:
+    id: TurnId
+    generation: int
+    task: asyncio.Task[Retrieved] | None = None
+    tokens: frozenset[str] = frozenset()
+    query: str = ""
+    retrievals: int = 0
+    wasted: int = 0
+
+
+class Conversation:
+    """Feed it transcript events (``await feed(event)``); read ``contexts`` or pass ``on_context``.
+
+    ``retriever`` may be None (captions only). ``clock`` returns milliseconds.
+    """
+
+    def __init__(
+        self,
+        retriever: Retriever | None = None,
+        *,
+        conversation_id: str = "live",
+        gate: GateConfig | None = None,
+        release_mode: ReleaseMode | str | None = ReleaseMode.BALANCED,
+        prefetch: bool = True,
+        reuse_jaccard: float = REUSE_JACCARD,
+        clock: Callable[[], float] | None = None,
+        on_context: Callable[[PreparedContext], None] | None = None,
+        on_release: Callable[[str, ReleaseUnit], None] | None = None,
+    ) -> None:
+        self.retriever = retriever
+        self.conversation_id = conversation_id
+        self.session = TranscriptSession(gate=gate)
+        self.release_mode = release_mode
+        self.prefetch = prefetch
+        self.reuse_jaccard = reuse_jaccard
+        self._clock = clock or (lambda: time.perf_counter() * 1000.0)
+        self._on_context = on_context
+        self._on_release = on_release
+        self._guards: dict[str, GenerationGuard] = {}
+        self._turns: dict[str, _Turn] = {}
+        self._releases: dict[str, ReleaseTracker] = {}
+        self._tasks: dict[asyncio.Task[None], str] = {}  # in flight -> its speaker
+        self._remembering: asyncio.Future[None] | None = None  # the latest final being stored
+        self.sticky: list[str] = []
+        """Pages injected on earlier turns: carried into every later retrieval."""
+        self.contexts: list[PreparedContext] = []
+        self.latest: PreparedContext | None = None
+        self.errors: list[str] = []
+        self.stats = LiveStats()
+
+    # -- events ---------------------------------------------------------------------------
+
+    async def feed(self, event: TranscriptEvent) -> TranscriptStep:
+        """Take one event; returns the transcript step (stable/unstable text, gate decision)."""
+        step = self.session.on_event(event)
+        self._release(event)
+        if self.retriever is None:
+            return step
+        turn = self._turn_for(step)
+        if event.kind is EventKind.PARTIAL:
+            if self.prefetch and step.decision in (GateDecision.FIRE, GateDecision.FIRE_SIGNAL):
+                self._speculate(turn, step.hypothesis.stable_prefix)
+        else:
+            self._finish(turn, event)
+        return step
+
+    def interrupt(self, speaker: str | None = None) -> int:
+        """The reply being prepared is no longer wanted: cancel its work, publish nothing of it.
+
+        Affects ``speaker``'s work, or every speaker's: speculations of open turns and
+        retrievals for finished turns. An open turn goes on (its later final gets a fresh
+        retrieval); finals already heard still become evidence. Returns the tasks cancelled.
+        """
+        names = [speaker] if speaker is not None else list(self._guards)
+        cancelled = 0
+        for name in names:
+            generation = self._guard(name).advance()
+            turn = self._turns.get(name)
+            if turn is not None:
+                turn.generation = generation
+                if turn.task is not None and not turn.task.done():
+                    turn.task.cancel()
+                    turn.wasted += 1
+                    cancelled += 1
+                turn.task, turn.tokens, turn.query = None, frozenset(), ""
+        for task, owner in list(self._tasks.items()):
+            if owner in names and not task.done():
+                task.cancel()
+                cancelled += 1
+        self.stats.cancelled += cancelled
+        return cancelled
+
+    async def join(self) -> None:
+        """Wait for every retrieval, publication and remembering in flight."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._remembering is not None:
+            await asyncio.gather(self._remembering, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        self.interrupt()
+        await self.join()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _guard(self, speaker: str) -> GenerationGuard:
+        return self._guards.setdefault(speaker, GenerationGuard())
+
+    def _turn_for(self, step: TranscriptStep) -> _Turn:
+        turn = self._turns.get(step.speaker)
+        if turn is None or turn.id != step.turn_id:
+            if turn is not None and turn.task is not None and not turn.task.done():
+                turn.task.cancel()  # the previous turn's speculation can no longer be used
+            turn = _Turn(step.turn_id, self._guard(step.speaker).advance())
+            self._turns[step.speaker] = turn
+            self.stats.turns += 1
+        return turn
+
+    def _spawn(self, coro: Coroutine[object, object, None], speaker: str) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks[task] = speaker
+        task.add_done_callback(lambda t: self._tasks.pop(t, None))
+
+    def _speculate(self, turn: _Turn, stable: str) -> None:
+        assert self.retriever is not None
+        if turn.task is not None and not turn.task.done():
+            turn.task.cancel()
+            turn.wasted += 1
+        elif turn.task is not None:
+            turn.wasted += 1  # finished, and now superseded
+        turn.tokens = frozenset(content_tokens(stable))
+        turn.query = stable
+        turn.retrievals += 1
+        self.stats.speculations += 1
+        turn.task = asyncio.ensure_future(self.retriever.retrieve(stable, tuple(self.sticky)))
+        # a speculation nobody awaits must not log "exception never retrieved"
+        turn.task.add_done_callback(_consume)
+
+    def _finish(self, turn: _Turn, event: TranscriptEvent) -> None:
+        arrived = self._clock()
+        final_tokens = frozenset(content_tokens(event.text))
+        speculation = turn.task
+        reuse = (
+            speculation is not None
+            and not speculation.cancelled()
+            and reusable(turn.tokens, final_tokens, self.reuse_jaccard)
+        )
+        if speculation is not None and not reuse:
+            if not speculation.done():
+                speculation.cancel()
+            turn.wasted += 1
+        turn.task = None
+        evidence = Evidence(
+            f"{self.conversation_id}:{turn.id}", event.speaker, event.text, self.conversation_id
+        )
+        self._remembering = asyncio.ensure_future(self._remember_after(self._remembering, evidence))
+        self._spawn(
+            self._prepare(turn, event, speculation if reuse else None, arrived, evidence.id),
+            event.speaker,
+        )
+        self._turns.pop(event.speaker, None)
+
+    async def _prepare(
+        self,
+        turn: _Turn,
+        event: TranscriptEvent,
+        speculation: asyncio.Task[Retrieved] | None,
+        arrived: float,
+        own_id: str,
+    ) -> None:
+        assert self.retriever is not None
+        source: Source
+        error = None
+        try:
+            if speculation is not None:
+                found, source, query = await speculation, "speculative", turn.query
+            else:
+                turn.retrievals += 1
+                query = event.text
+                found = await self.retriever.retrieve(query, tuple(self.sticky))
+                source = "final"
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a failed retrieval must not end the conversation
+            found, source, query = Retrieved(), "none", event.text
+            error = f"{type(e).__name__}: {e}"
+            self.errors.append(f"{turn.id}: {error}")
+            self.stats.failed += 1
+        context = PreparedContext(
+            str(turn.id),
+            event.speaker,
+            query,
+            event.text,
+            source,
+            found.pages,
+            tuple(r for r in found.evidence if r.id != own_id),
+            self._clock() - arrived,
+            turn.retrievals,
+            turn.wasted,
+            error,
+        )
+        if source == "speculative":
+            self.stats.reused += 1
+        elif source == "final":
+            self.stats.fresh += 1
+        self.stats.wasted += turn.wasted
+        if not self._guard(event.speaker).publish_if_current(
+            turn.generation, lambda: self._publish(context)
+        ):
+            self.stats.stale_dropped += 1
+
+    async def _remember_after(
+        self, previous: asyncio.Future[None] | None, evidence: Evidence
+    ) -> None:
+        """Remember ``evidence`` once the finals heard before it are remembered."""
+        assert self.retriever is not None
+        if previous is not None:
+            with contextlib.suppress(BaseException):
+                await previous
+        try:
+            await self.retriever.remember(evidence)
+        except Exception as e:  # noqa: BLE001 - memory trouble must not end the conversation
+            self.errors.append(f"{evidence.id}: not remembered: {type(e).__name__}: {e}")
+
+    def _publish(self, context: PreparedContext) -> None:
+        self.contexts.append(context)
+        self.latest = context
+        self.sticky.extend(p for p in context.pages if p not in self.sticky)
+        if self._on_context is not None:
+            self._on_context(context)
+
+    def _release(self, event: TranscriptEvent) -> None:
+        if self.release_mode is None:
+            return
+        tracker = self._releases.get(event.speaker)
+        if tracker is None:
+            tracker = self._releases[event.speaker] = ReleaseTracker(self.release_mode)
+        if event.kind is EventKind.FINAL:
+            units = tracker.on_finalize(event.text, event.t_ms)
+        else:
+            units = tracker.on_partial(event.text, event.t_ms)
+        if self._on_release is not None:
+            for unit in units:
+                self._on_release(event.speaker, unit)
+
+
+def _consume(task: asyncio.Task[Retrieved]) -> None:
+    if not task.cancelled():
+        task.exception()

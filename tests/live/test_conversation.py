@@ -1,0 +1,243 @@
+"""heard.live.Conversation: prefetch on the stable prefix, reuse, races, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import pytest
+
+from heard.live.conversation import Conversation, PreparedContext, Retrieved, reusable
+from heard.live.retriever import MemoryRetriever
+from heard.memory.evidence import Evidence, EvidenceIndex, Recalled
+from heard.memory.recall import MemoryRecall
+from heard.release.tracker import ReleaseUnit
+from heard.transcript.events import EventKind, TranscriptEvent
+from heard.transcript.gate import GateConfig
+
+
+def partial(t: int, text: str, who: str = "user") -> TranscriptEvent:
+    return TranscriptEvent(t, EventKind.PARTIAL, text, who)
+
+
+def final(t: int, text: str, who: str = "user") -> TranscriptEvent:
+    return TranscriptEvent(t, EventKind.FINAL, text, who)
+
+
+@dataclass
+class ScriptedRetriever:
+    """The I/O seam: answers with the query itself as one item; delays and failures on cue."""
+
+    delays: dict[str, float] = field(default_factory=dict)
+    fail_on: str | None = None
+    queries: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    remembered: list[Evidence] = field(default_factory=list)
+
+    async def retrieve(self, query: str, sticky: tuple[str, ...]) -> Retrieved:
+        self.queries.append(query)
+        try:
+            for word, delay in self.delays.items():
+                if word in query:
+                    await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            self.cancelled.append(query)
+            raise
+        if self.fail_on and self.fail_on in query:
+            raise RuntimeError(f"index unavailable for {query!r}")
+        return Retrieved(
+            ("page-" + query.split()[-1].lower(),), (Recalled(query, "evidence", 1.0, query),)
+        )
+
+    async def remember(self, evidence: Evidence) -> None:
+        self.remembered.append(evidence)
+
+
+async def say(conv: Conversation, start: int, words: str, who: str = "user") -> int:
+    """Partials growing word by word every 400 ms, each repeated once (so words settle)."""
+    t = start
+    split = words.split()
+    for n in range(1, len(split) + 1):
+        for _ in range(2):
+            await conv.feed(partial(t, " ".join(split[:n]), who))
+            t += 200
+    return t
+
+
+async def test_speculation_is_reused_when_the_final_matches() -> None:
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever, gate=GateConfig(debounce_ms=0, min_new_content_tokens=1))
+    t = await say(conv, 0, "what did Maya say about the Lisbon office")
+    await asyncio.sleep(0)  # let the speculation run
+    await conv.feed(final(t, "What did Maya say about the Lisbon office?"))
+    await conv.join()
+    (context,) = conv.contexts
+    assert context.source == "speculative"
+    assert context.query.startswith("what did Maya say about the Lisbon")
+    assert context.final == "What did Maya say about the Lisbon office?"
+    assert conv.stats.reused == 1
+    assert conv.stats.fresh == 0
+    # the speculation on the final's words was used; earlier, superseded ones are wasted
+    assert context.wasted == context.retrievals - 1
+
+
+async def test_a_final_that_says_something_else_is_retrieved_again() -> None:
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever)
+    t = await say(conv, 0, "book the flight to Berlin on Monday")
+    await conv.feed(final(t, "Cancel everything, order pizza for the team instead."))
+    await conv.join()
+    (context,) = conv.contexts
+    assert context.source == "final"
+    assert context.query == "Cancel everything, order pizza for the team instead."
+    assert context.wasted >= 1
+    assert retriever.queries[-1] == context.query
+
+
+def test_the_reuse_rule() -> None:
+    spec = frozenset({"maya", "lisbon", "office"})
+    assert reusable(spec, frozenset({"maya", "lisbon", "office"}), 0.6)
+    assert reusable(spec, frozenset({"maya", "lisbon", "office", "say"}), 0.6)  # 3/4
+    assert not reusable(spec, frozenset({"maya", "berlin", "office", "budget"}), 0.6)  # 2/5
+    assert not reusable(frozenset(), frozenset(), 0.6)
+
+
+async def test_slow_speculation_for_turn_n_never_overwrites_turn_n_plus_1() -> None:
+    retriever = ScriptedRetriever(delays={"alpha": 0.3})
+    published: list[PreparedContext] = []
+    conv = Conversation(retriever, on_context=published.append)
+    t = await say(conv, 0, "tell me about alpha launch")
+    await conv.feed(final(t, "Tell me about alpha launch"))  # reuses the slow speculation
+    t = await say(conv, t + 500, "and the beta date")
+    await conv.feed(final(t, "And the beta date?"))  # fresh, fast
+    await conv.join()
+    assert [c.turn for c in published] == ["user#2"]
+    assert conv.latest is not None
+    assert conv.latest.final == "And the beta date?"
+    assert conv.stats.stale_dropped == 1
+    # both finals are evidence all the same
+    assert [e.text for e in retriever.remembered] == [
+        "Tell me about alpha launch",
+        "And the beta date?",
+    ]
+
+
+async def test_partials_never_become_evidence() -> None:
+    memory = MemoryRetriever(MemoryRecall(None, EvidenceIndex()))
+    conv = Conversation(memory, conversation_id="c1")
+    t = await say(conv, 0, "I moved to Lisbon in March")
+    await conv.join()
+    assert len(memory.evidence) == 0
+    await conv.feed(final(t, "I moved to Lisbon in March."))
+    await conv.join()
+    assert len(memory.evidence) == 1
+    # a later turn recalls it; a turn never recalls itself
+    t = await say(conv, t + 1000, "when did I go to Lisbon")
+    await conv.feed(final(t, "When did I go to Lisbon?"))
+    await conv.join()
+    first, second = conv.contexts
+    assert first.evidence == ()
+    assert [r.id for r in second.evidence] == ["c1:user#1"]
+
+
+async def test_a_new_strong_signal_bypasses_the_debounce() -> None:
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever)
+    await conv.feed(partial(0, "so the budget numbers"))
+    await conv.feed(partial(100, "so the budget numbers for"))  # settles "so the budget numbers"
+    fired = conv.stats.speculations
+    assert fired == 1
+    await conv.feed(partial(150, "so the budget numbers for next quarter"))  # debounced
+    assert conv.stats.speculations == fired
+    await conv.feed(partial(200, "so the budget numbers for next quarter do you remember when"))
+    await conv.feed(partial(250, "so the budget numbers for next quarter do you remember when we"))
+    assert conv.stats.speculations == fired + 1  # 150 ms after the last: only a signal passes
+    await conv.aclose()
+
+
+async def test_an_interrupted_turn_cancels_its_work_and_publishes_nothing() -> None:
+    retriever = ScriptedRetriever(delays={"slow": 5.0})
+    conv = Conversation(retriever)
+    t = await say(conv, 0, "a slow question about things")
+    await conv.feed(final(t, "A slow question about things"))
+    await asyncio.sleep(0.01)
+    assert conv.interrupt() >= 1
+    await asyncio.wait_for(conv.join(), 1.0)  # nothing left waiting on the 5 s retrieval
+    assert conv.contexts == []
+    assert retriever.cancelled
+    assert [e.text for e in retriever.remembered] == ["A slow question about things"]
+    # the conversation goes on
+    t = await say(conv, t + 500, "next question please")
+    await conv.feed(final(t, "Next question please"))
+    await conv.join()
+    assert [c.final for c in conv.contexts] == ["Next question please"]
+
+
+async def test_a_failed_retrieval_gives_an_empty_context_with_the_error() -> None:
+    retriever = ScriptedRetriever(fail_on="boom")
+    conv = Conversation(retriever, prefetch=False)
+    await conv.feed(final(0, "this will go boom"))
+    await conv.join()
+    await conv.feed(final(1000, "and this is fine"))
+    await conv.join()
+    failed, fine = conv.contexts
+    assert (failed.source, failed.pages, failed.evidence) == ("none", (), ())
+    assert failed.error is not None
+    assert "index unavailable" in failed.error
+    assert fine.source == "final"
+    assert fine.error is None
+    assert conv.stats.failed == 1
+    assert len(conv.errors) == 1
+
+
+async def test_without_prefetch_every_final_is_retrieved_once() -> None:
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever, prefetch=False)
+    t = await say(conv, 0, "what is on the agenda")
+    await conv.feed(final(t, "What is on the agenda?"))
+    await conv.join()
+    assert retriever.queries == ["What is on the agenda?"]
+    assert conv.contexts[0].retrievals == 1
+
+
+async def test_sticky_pages_carry_into_later_turns() -> None:
+    retriever = ScriptedRetriever()
+    seen: list[tuple[str, ...]] = []
+    original = retriever.retrieve
+
+    async def spy(query: str, sticky: tuple[str, ...]) -> Retrieved:
+        seen.append(sticky)
+        return await original(query, sticky)
+
+    retriever.retrieve = spy  # type: ignore[method-assign]
+    conv = Conversation(retriever, prefetch=False)
+    await conv.feed(final(0, "about the roadmap"))
+    await conv.join()
+    await conv.feed(final(1000, "and the budget"))
+    await conv.join()
+    assert seen == [(), ("page-roadmap",)]
+
+
+async def test_captions_flow_alongside() -> None:
+    units: list[tuple[str, ReleaseUnit]] = []
+    conv = Conversation(None, release_mode="relaxed", on_release=lambda s, u: units.append((s, u)))
+    t = await say(conv, 0, "hello there", who="ana")
+    await conv.feed(final(t, "Hello there.", who="ana"))
+    assert [(s, u.text) for s, u in units] == [("ana", "Hello there.")]
+    assert conv.contexts == []
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+async def test_many_turns_many_speakers_publish_in_turn_order(prefetch: bool) -> None:
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever, prefetch=prefetch)
+    t = 0
+    for i in range(6):
+        who = "ana" if i % 2 else "ben"
+        t = await say(conv, t, f"question number {i} about topic{i}", who=who)
+        await conv.feed(final(t, f"Question number {i} about topic{i}", who=who))
+        await conv.join()
+    assert [c.final for c in conv.contexts] == [
+        f"Question number {i} about topic{i}" for i in range(6)
+    ]
+    assert len(retriever.remembered) == 6
