@@ -177,6 +177,7 @@ class Conversation:
         self._releases: dict[str, ReleaseTracker] = {}
         self._tasks: dict[asyncio.Task[None], str] = {}  # in flight -> its speaker
         self._remembering: asyncio.Future[None] | None = None  # the latest final being stored
+        self._waiters: dict[str, asyncio.Future[PreparedContext | None]] = {}
         self.sticky: list[str] = []
         """Pages injected on earlier turns: carried into every later retrieval."""
         self.contexts: list[PreparedContext] = []
@@ -191,6 +192,8 @@ class Conversation:
         step = self.session.on_event(event)
         self._release(event)
         if self.retriever is None:
+            if event.kind is EventKind.FINAL:
+                self._settle(str(step.turn_id), None)
             return step
         turn = self._turn_for(step)
         if event.kind is EventKind.PARTIAL:
@@ -225,6 +228,31 @@ class Conversation:
                 cancelled += 1
         self.stats.cancelled += cancelled
         return cancelled
+
+    async def wait_context(
+        self, turn: TurnId | str, timeout: float | None = None
+    ) -> PreparedContext | None:
+        """The context prepared for ``turn`` (after its final was fed), or None if it was
+        dropped (stale, interrupted) or not ready within ``timeout`` seconds."""
+        waiter = self._waiter(str(turn))
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except TimeoutError:
+            return None
+
+    def _waiter(self, turn: str) -> asyncio.Future[PreparedContext | None]:
+        waiter = self._waiters.get(turn)
+        if waiter is None:
+            waiter = self._waiters[turn] = asyncio.get_running_loop().create_future()
+        return waiter
+
+    def _settle(self, turn: str, context: PreparedContext | None) -> None:
+        waiter = self._waiter(turn)
+        if not waiter.done():
+            waiter.set_result(context)
+        # keep only recent turns' waiters
+        while len(self._waiters) > 64:
+            self._waiters.pop(next(iter(self._waiters)))
 
     async def join(self) -> None:
         """Wait for every retrieval, publication and remembering in flight."""
@@ -304,6 +332,20 @@ class Conversation:
         arrived: float,
         own_id: str,
     ) -> None:
+        try:
+            await self._prepare_inner(turn, event, speculation, arrived, own_id)
+        except asyncio.CancelledError:
+            self._settle(str(turn.id), None)
+            raise
+
+    async def _prepare_inner(
+        self,
+        turn: _Turn,
+        event: TranscriptEvent,
+        speculation: asyncio.Task[Retrieved] | None,
+        arrived: float,
+        own_id: str,
+    ) -> None:
         assert self.retriever is not None
         source: Source
         error = None
@@ -340,10 +382,13 @@ class Conversation:
         elif source == "final":
             self.stats.fresh += 1
         self.stats.wasted += turn.wasted
-        if not self._guard(event.speaker).publish_if_current(
+        if self._guard(event.speaker).publish_if_current(
             turn.generation, lambda: self._publish(context)
         ):
+            self._settle(context.turn, context)
+        else:
             self.stats.stale_dropped += 1
+            self._settle(context.turn, None)
 
     async def _remember_after(
         self, previous: asyncio.Future[None] | None, evidence: Evidence
