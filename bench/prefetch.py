@@ -65,7 +65,7 @@ def spoken(question: str) -> list[TranscriptEvent]:
         with tempfile.TemporaryDirectory() as tmp:
             audio = speak(question, VOICE, Path(tmp), 0)
         pad = np.zeros(16_000, dtype=np.int16)  # a second of silence: the VAD ends the turn
-        samples = np.concatenate([pad[:4000], audio, pad]).astype(np.float32) / 32768
+        samples = (np.concatenate([pad[:4000], audio, pad]) / 32768).astype(np.float32)
         events = list(stream_events(samples, options=StreamOptions(chunk_ms=500), speaker="user"))
         CACHE.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(e.to_json() + "\n" for e in events), encoding="utf-8")
