@@ -28,6 +28,7 @@ class MemoryRetriever:
         *,
         database: Database | None = None,
         session: str = "live",
+        owner: str = "",
         in_thread: bool | None = None,
     ) -> None:
         if recall.evidence is None:
@@ -36,6 +37,7 @@ class MemoryRetriever:
         self.evidence: EvidenceIndex = recall.evidence
         self.database = database
         self.session = session
+        self.owner = owner
         slow = recall.provider is not None or self.evidence.embedder is not None
         self.in_thread = slow if in_thread is None else in_thread
         self._lock = threading.Lock()
@@ -58,6 +60,6 @@ class MemoryRetriever:
 
     def _remember(self, evidence: Evidence) -> None:
         if self.database is not None:
-            store_evidence(self.database, [(evidence, self.session)])
+            store_evidence(self.database, [(evidence, self.session)], owner=self.owner)
         with self._lock:
             self.evidence.add(evidence)

@@ -74,22 +74,33 @@ def read_utterances(path: str | Path) -> list[tuple[Evidence, str]]:
     return out
 
 
-def ingest_file(db: Database, path: str | Path) -> int:
+def ingest_file(db: Database, path: str | Path, *, owner: str = "") -> int:
     """Store every utterance of ``path`` in one transaction; nothing if any is bad."""
-    return store_evidence(db, read_utterances(path), source=str(path))
+    return store_evidence(db, read_utterances(path), source=str(path), owner=owner)
 
 
 def store_evidence(
-    db: Database, items: list[tuple[Evidence, str]], *, source: str = "evidence"
+    db: Database,
+    items: list[tuple[Evidence, str]],
+    *,
+    source: str = "evidence",
+    owner: str = "",
 ) -> int:
     """Store ``(evidence, session)`` pairs in one transaction; none if an id is taken."""
     with db.session() as s:
         ids = [e.id for e, _ in items]
-        taken = s.scalars(select(EvidenceRow.ext_id).where(EvidenceRow.ext_id.in_(ids))).all()
+        if len(set(ids)) != len(ids):
+            raise InputError(f"{source}: the same id appears twice")
+        taken = s.scalars(
+            select(EvidenceRow.ext_id).where(
+                EvidenceRow.owner == owner, EvidenceRow.ext_id.in_(ids)
+            )
+        ).all()
         if taken:
             raise InputError(f"{source}: ids already in memory: {', '.join(sorted(taken)[:5])}")
         s.add_all(
             EvidenceRow(
+                owner=owner,
                 ext_id=e.id,
                 speaker=e.speaker,
                 text=e.text,
@@ -102,12 +113,14 @@ def store_evidence(
     return len(items)
 
 
-def load_index(db: Database, embedder: Embedder | None = None) -> EvidenceIndex:
-    """An index over every stored utterance, in the order they were stored."""
+def load_index(db: Database, embedder: Embedder | None = None, *, owner: str = "") -> EvidenceIndex:
+    """An index over every utterance ``owner`` stored, in the order they were stored."""
     index = EvidenceIndex(embedder)
     with db.session() as s:
+        rows = s.scalars(
+            select(EvidenceRow).where(EvidenceRow.owner == owner).order_by(EvidenceRow.seq)
+        )
         index.extend(
-            Evidence(row.ext_id, row.speaker, row.text, row.conversation, row.t)
-            for row in s.scalars(select(EvidenceRow).order_by(EvidenceRow.seq))
+            Evidence(row.ext_id, row.speaker, row.text, row.conversation, row.t) for row in rows
         )
     return index

@@ -108,6 +108,7 @@ def create_meeting(
     title: str,
     tracks: Sequence[TrackSpec],
     started_at: datetime | None = None,
+    owner: str = "",
 ) -> uuid.UUID:
     """Store a meeting, its participants and their tracks in one transaction."""
     _check_tracks(tracks)
@@ -115,7 +116,9 @@ def create_meeting(
     if started.tzinfo is None:
         raise InputError(f"meeting start {started.isoformat()} has no time zone")
     with db.session() as s:
-        meeting = Meeting(title=title, started_at=started, status=MeetingStatus.PENDING)
+        meeting = Meeting(
+            title=title, started_at=started, status=MeetingStatus.PENDING, owner=owner
+        )
         s.add(meeting)
         s.flush()
         for spec in tracks:
@@ -137,11 +140,16 @@ def create_meeting(
         return meeting.id
 
 
-def resolve_meeting_id(session: Session, meeting_id: uuid.UUID | str) -> uuid.UUID:
-    """The meeting's id from a UUID or a unique prefix of one; ``NotFoundError`` otherwise."""
+def resolve_meeting_id(
+    session: Session, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> uuid.UUID:
+    """The meeting's id from a UUID or a unique prefix of one; ``NotFoundError`` otherwise.
+
+    With ``owner``, someone else's meeting is not found either (its existence does not leak).
+    """
     if isinstance(meeting_id, uuid.UUID):
         found = session.get(Meeting, meeting_id)
-        if found is None:
+        if found is None or (owner is not None and found.owner != owner):
             raise NotFoundError(f"no meeting {meeting_id}")
         return found.id
     text = meeting_id.strip().lower()
@@ -150,16 +158,17 @@ def resolve_meeting_id(session: Session, meeting_id: uuid.UUID | str) -> uuid.UU
     except ValueError:
         exact = None
     if exact is not None:
-        return resolve_meeting_id(session, exact)
+        return resolve_meeting_id(session, exact, owner)
     if len(text) < 8 or any(c not in "0123456789abcdef-" for c in text):
         raise NotFoundError(
             f"no meeting {meeting_id!r} (give its id, or at least 8 characters of it)"
         )
     # UUIDs are stored without dashes on SQLite and as uuid on PostgreSQL; compare as text.
     column = func.replace(cast(Meeting.id, String), "-", "")
-    ids = session.scalars(
-        select(Meeting.id).where(column.like(text.replace("-", "") + "%")).limit(2)
-    ).all()
+    query = select(Meeting.id).where(column.like(text.replace("-", "") + "%"))
+    if owner is not None:
+        query = query.where(Meeting.owner == owner)
+    ids = session.scalars(query.limit(2)).all()
     if not ids:
         raise NotFoundError(f"no meeting {meeting_id!r}")
     if len(ids) > 1:
@@ -179,21 +188,28 @@ def _summary(session: Session, meeting: Meeting) -> MeetingSummary:
     )
 
 
-def get_meeting(db: Database, meeting_id: uuid.UUID | str) -> MeetingSummary:
+def get_meeting(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> MeetingSummary:
     with db.session() as s:
-        meeting = s.get_one(Meeting, resolve_meeting_id(s, meeting_id))
+        meeting = s.get_one(Meeting, resolve_meeting_id(s, meeting_id, owner))
         return _summary(s, meeting)
 
 
-def list_meetings(db: Database) -> list[MeetingSummary]:
+def list_meetings(db: Database, owner: str | None = None) -> list[MeetingSummary]:
     with db.session() as s:
-        meetings = s.scalars(select(Meeting).order_by(Meeting.started_at.desc())).all()
+        query = select(Meeting).order_by(Meeting.started_at.desc())
+        if owner is not None:
+            query = query.where(Meeting.owner == owner)
+        meetings = s.scalars(query).all()
         return [_summary(s, m) for m in meetings]
 
 
-def track_states(db: Database, meeting_id: uuid.UUID | str) -> list[TrackState]:
+def track_states(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> list[TrackState]:
     with db.session() as s:
-        mid = resolve_meeting_id(s, meeting_id)
+        mid = resolve_meeting_id(s, meeting_id, owner)
         rows = s.execute(
             select(AudioTrack, Participant.name)
             .join(Participant, AudioTrack.participant_id == Participant.id)
@@ -216,9 +232,11 @@ def track_states(db: Database, meeting_id: uuid.UUID | str) -> list[TrackState]:
         ]
 
 
-def meeting_phrases(db: Database, meeting_id: uuid.UUID | str) -> list[StoredPhrase]:
+def meeting_phrases(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> list[StoredPhrase]:
     with db.session() as s:
-        mid = resolve_meeting_id(s, meeting_id)
+        mid = resolve_meeting_id(s, meeting_id, owner)
         meeting = s.get_one(Meeting, mid)
         rows = s.execute(
             select(Phrase, Participant.name)

@@ -103,6 +103,8 @@ class Meeting(Base):
     __tablename__ = "meetings"
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    owner: Mapped[str] = mapped_column(String(36), default="", index=True)
+    """The owning user's id; "" for the local user of the command line."""
     title: Mapped[str] = mapped_column(String(500))
     started_at: Mapped[datetime]
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
@@ -183,13 +185,39 @@ class EvidenceRow(Base):
     """A final utterance kept as memory evidence (only finals are admissible)."""
 
     __tablename__ = "evidence"
+    __table_args__ = (UniqueConstraint("owner", "ext_id", name="uq_evidence_owner_ext_id"),)
 
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     """Insertion order: neighbouring turns are neighbours in this order."""
-    ext_id: Mapped[str] = mapped_column(String(200), unique=True)
+    owner: Mapped[str] = mapped_column(String(36), default="", index=True)
+    """The owning user's id; "" for the local user of the command line."""
+    ext_id: Mapped[str] = mapped_column(String(200))
     speaker: Mapped[str] = mapped_column(String(200))
     text: Mapped[str] = mapped_column(Text)
     conversation: Mapped[str] = mapped_column(String(200), default="")
     session: Mapped[str] = mapped_column(String(200), default="")
     t: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class User(Base):
+    """Someone the server serves; meetings and memory belong to one."""
+
+    __tablename__ = "users"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class ApiToken(Base):
+    """A bearer token, stored only as its SHA-256 digest."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
