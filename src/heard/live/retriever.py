@@ -30,6 +30,7 @@ class MemoryRetriever:
         session: str = "live",
         owner: str = "",
         in_thread: bool | None = None,
+        lock: threading.Lock | None = None,
     ) -> None:
         if recall.evidence is None:
             recall.evidence = EvidenceIndex(recall.embedder)
@@ -40,7 +41,8 @@ class MemoryRetriever:
         self.owner = owner
         slow = recall.provider is not None or self.evidence.embedder is not None
         self.in_thread = slow if in_thread is None else in_thread
-        self._lock = threading.Lock()
+        self._lock = lock or threading.Lock()
+        """Shared with whoever else reads or writes the same index (the server's users)."""
 
     async def retrieve(self, query: str, sticky: tuple[str, ...]) -> Retrieved:
         if self.in_thread:

@@ -1,0 +1,79 @@
+"""``heard serve`` and ``heard users``: the HTTP/WebSocket server and who may use it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from heard.cli.app import app, reports_errors
+from heard.cli.meetings import DbOption
+from heard.config import data_dir
+from heard.errors import MissingDependencyError
+from heard.store.database import Database
+
+users_app = typer.Typer(
+    help="Users of `heard serve` and their bearer tokens.", no_args_is_help=True
+)
+app.add_typer(users_app, name="users")
+
+
+@users_app.command("add")
+@reports_errors
+def users_add(
+    name: Annotated[str, typer.Argument(help="The new user's name.")],
+    db: DbOption = None,
+) -> None:
+    """Create a user and print their first token (shown this once; only its hash is kept)."""
+    from heard.server.auth import add_user
+
+    database = Database(db)
+    database.migrate()
+    user, token = add_user(database, name)
+    typer.echo(f"user {user.name} ({user.id})", err=True)
+    typer.echo(token)
+
+
+@users_app.command("token")
+@reports_errors
+def users_token(
+    name: Annotated[str, typer.Argument(help="An existing user's name.")],
+    db: DbOption = None,
+) -> None:
+    """Print another token for an existing user (shown this once)."""
+    from heard.server.auth import add_token
+
+    database = Database(db)
+    database.migrate()
+    typer.echo(add_token(database, name))
+
+
+@app.command()
+@reports_errors
+def serve(
+    host: Annotated[
+        str, typer.Option(help="Address to bind (0.0.0.0 to listen on every interface).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    db: DbOption = None,
+    uploads: Annotated[
+        Path | None,
+        typer.Option(help="Where uploaded audio is kept (default: heard's data folder)."),
+    ] = None,
+) -> None:
+    """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs)."""
+    try:
+        import uvicorn
+
+        from heard.server.app import ServerSettings, create_app
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
+        ) from e
+    database = Database(db)
+    settings = ServerSettings(database, uploads or data_dir() / "uploads")
+    typer.echo(
+        f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)", err=True
+    )
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")

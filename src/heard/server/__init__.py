@@ -1,0 +1,1 @@
+"""heard's HTTP and WebSocket server (``heard serve``); needs ``heard[server]``."""

@@ -1,0 +1,426 @@
+"""The FastAPI app: meetings and memory over REST, a live conversation over WebSocket.
+
+Every route but ``/`` and ``/healthz`` needs ``Authorization: Bearer <token>``
+(the WebSocket takes ``?token=`` too, since browsers cannot set its headers).
+Meetings and evidence belong to the user whose token made them; asking for
+someone else's gets the same 404 as asking for nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from heard.asr.audio import probe_audio
+from heard.errors import HeardError, InputError, NotFoundError
+from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.memory.store import load_index, store_evidence
+from heard.pipeline.run import run_pipeline
+from heard.server.auth import Principal, authenticate
+from heard.store.database import Database
+from heard.store.meetings import (
+    TrackSpec,
+    create_meeting,
+    get_meeting,
+    list_meetings,
+    meeting_phrases,
+    resolve_meeting_id,
+    track_states,
+)
+from heard.store.models import AudioTrack, Participant, TrackStatus
+from heard.timeline.formats import TimedPhrase, TranscriptDoc, render
+from heard.transcript.tokenize import tokenize
+
+__all__ = ["ServerSettings", "create_app"]
+
+MAX_UPLOAD_BYTES = 512 * 1024 * 1024
+MEDIA_TYPES = {
+    "json": "application/json",
+    "srt": "application/x-subrip",
+    "vtt": "text/vtt",
+    "md": "text/markdown",
+    "txt": "text/plain",
+}
+
+
+@dataclass
+class ServerSettings:
+    db: Database
+    uploads: Path
+    transcribe: bool = True
+    """Run the pipeline with faster-whisper (False: tests that only check the API)."""
+
+
+# -- schemas ------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ParticipantIn(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    offset_s: float = Field(default=0.0, ge=0, le=86_400)
+
+
+class MeetingIn(_Strict):
+    title: str = Field(min_length=1, max_length=500)
+    participants: list[ParticipantIn] = Field(min_length=1, max_length=64)
+    started_at: AwareDatetime | None = None
+
+
+class TrackOut(BaseModel):
+    participant: str
+    status: str
+    attempts: int
+    offset_s: float
+    last_error: str | None
+
+
+class MeetingOut(BaseModel):
+    id: uuid.UUID
+    title: str
+    started_at: datetime
+    status: str
+    participants: list[str]
+    phrases: int
+    tracks: list[TrackOut] = []
+
+
+class PhraseOut(BaseModel):
+    participant: str
+    start: float
+    end: float
+    text: str
+
+
+class RunOut(BaseModel):
+    id: uuid.UUID
+    started: bool
+
+
+class UtteranceIn(_Strict):
+    id: str = Field(min_length=1, max_length=200)
+    speaker: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1, max_length=20_000)
+    session: str = Field(default="", max_length=200)
+    conversation: str = Field(default="", max_length=200)
+    t: AwareDatetime | None = None
+
+
+class EvidenceIn(_Strict):
+    utterances: list[UtteranceIn] = Field(min_length=1, max_length=10_000)
+
+
+class StoredOut(BaseModel):
+    stored: int
+
+
+class RecallIn(_Strict):
+    query: str = Field(min_length=1, max_length=2000)
+    k: int = Field(default=10, ge=1, le=100)
+
+
+class RecalledOut(BaseModel):
+    id: str
+    kind: Literal["evidence", "page"]
+    score: float
+    speaker: str
+    text: str
+
+
+class UserOut(BaseModel):
+    id: uuid.UUID
+    name: str
+
+
+class ErrorOut(BaseModel):
+    detail: str
+
+
+# -- per-user memory ----------------------------------------------------------------------
+
+
+@dataclass
+class UserMemory:
+    index: EvidenceIndex
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Memories:
+    """Each user's evidence index, loaded on first use and kept in step with what is stored."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._by_owner: dict[str, UserMemory] = {}
+        self._lock = threading.Lock()
+
+    def of(self, owner: str) -> UserMemory:
+        with self._lock:
+            memory = self._by_owner.get(owner)
+            if memory is None:
+                memory = self._by_owner[owner] = UserMemory(load_index(self.db, owner=owner))
+            return memory
+
+    def store(self, owner: str, items: list[tuple[Evidence, str]]) -> int:
+        memory = self.of(owner)
+        with memory.lock:
+            count = store_evidence(self.db, items, source="utterances", owner=owner)
+            memory.index.extend(e for e, _ in items)
+        return count
+
+
+# -- the app ------------------------------------------------------------------------------
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def _principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    settings: ServerSettings = request.app.state.settings
+    user = authenticate(settings.db, credentials.credentials) if credentials else None
+    if user is None:
+        raise HTTPException(
+            401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+        )
+    return user
+
+
+User = Annotated[Principal, Depends(_principal)]
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    db = settings.db
+    db.migrate()
+    memories = Memories(db)
+    app = FastAPI(
+        title="heard",
+        summary="Meetings, live captions and memory for conversation audio.",
+        version="0.1.0",
+        responses={401: {"model": ErrorOut}},
+    )
+    app.state.settings = settings
+    app.state.memories = memories
+
+    @app.exception_handler(NotFoundError)
+    async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(HeardError)
+    async def _bad_input(_: Request, exc: HeardError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
+    BAD: dict[int | str, dict[str, Any]] = {422: {"model": ErrorOut}}
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/v1/me", response_model=UserOut)
+    def me(user: User) -> UserOut:
+        return UserOut(id=user.id, name=user.name)
+
+    def meeting_out(meeting_id: uuid.UUID, owner: str) -> MeetingOut:
+        m = get_meeting(db, meeting_id, owner)
+        tracks = [
+            TrackOut(
+                participant=t.participant,
+                status=str(t.status),
+                attempts=t.attempts,
+                offset_s=t.offset_s,
+                last_error=t.last_error,
+            )
+            for t in track_states(db, m.id, owner)
+        ]
+        return MeetingOut(
+            id=m.id,
+            title=m.title,
+            started_at=m.started_at,
+            status=str(m.status),
+            participants=list(m.participants),
+            phrases=m.phrases,
+            tracks=tracks,
+        )
+
+    @app.post("/v1/meetings", status_code=201, response_model=MeetingOut, responses=BAD)
+    def create(body: MeetingIn, user: User) -> MeetingOut:
+        """Create a meeting whose participants' tracks are still to be uploaded."""
+        specs = [
+            TrackSpec(p.name, "", p.offset_s, None, TrackStatus.RECORDING)
+            for p in body.participants
+        ]
+        meeting_id = create_meeting(
+            db, title=body.title, tracks=specs, started_at=body.started_at, owner=user.owner
+        )
+        return meeting_out(meeting_id, user.owner)
+
+    @app.get("/v1/meetings", response_model=list[MeetingOut])
+    def meetings(user: User) -> list[MeetingOut]:
+        return [
+            MeetingOut(
+                id=m.id,
+                title=m.title,
+                started_at=m.started_at,
+                status=str(m.status),
+                participants=list(m.participants),
+                phrases=m.phrases,
+            )
+            for m in list_meetings(db, user.owner)
+        ]
+
+    @app.get("/v1/meetings/{meeting_id}", response_model=MeetingOut, responses=NOT_FOUND)
+    def meeting(meeting_id: uuid.UUID, user: User) -> MeetingOut:
+        return meeting_out(meeting_id, user.owner)
+
+    @app.put(
+        "/v1/meetings/{meeting_id}/tracks/{participant}",
+        response_model=MeetingOut,
+        responses={**NOT_FOUND, **BAD, 413: {"model": ErrorOut}},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+                },
+            }
+        },
+    )
+    async def upload(
+        meeting_id: uuid.UUID, participant: str, request: Request, user: User
+    ) -> MeetingOut:
+        """Upload one participant's audio (any format ffmpeg decodes), as the raw body."""
+        track_id = await asyncio.to_thread(_track_of, db, meeting_id, participant, user.owner)
+        folder = settings.uploads / user.owner / str(meeting_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{track_id}.audio"
+        partial = path.with_suffix(".part")
+        size = 0
+        with partial.open("wb") as f:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_UPLOAD_BYTES:
+                    f.close()
+                    partial.unlink(missing_ok=True)
+                    raise HTTPException(413, f"audio larger than {MAX_UPLOAD_BYTES} bytes")
+                f.write(chunk)
+        if size == 0:
+            partial.unlink(missing_ok=True)
+            raise HTTPException(422, "the request body (the audio) is empty")
+        try:
+            await asyncio.to_thread(probe_audio, partial)
+        except InputError as e:
+            partial.unlink(missing_ok=True)
+            raise HTTPException(422, f"{participant}: not decodable audio ({e})") from e
+        partial.replace(path)
+        await asyncio.to_thread(_set_track, db, track_id, str(path))
+        return meeting_out(meeting_id, user.owner)
+
+    @app.post(
+        "/v1/meetings/{meeting_id}/run", status_code=202, response_model=RunOut, responses=NOT_FOUND
+    )
+    def run(meeting_id: uuid.UUID, user: User, background: BackgroundTasks) -> RunOut:
+        """Transcribe the uploaded tracks and build the timeline, in the background."""
+        get_meeting(db, meeting_id, user.owner)
+        if settings.transcribe:
+            from heard.asr.whisper import FasterWhisperTranscriber
+
+            background.add_task(
+                run_pipeline, meeting_id, db=db, transcriber=FasterWhisperTranscriber()
+            )
+        return RunOut(id=meeting_id, started=settings.transcribe)
+
+    @app.get(
+        "/v1/meetings/{meeting_id}/phrases", response_model=list[PhraseOut], responses=NOT_FOUND
+    )
+    def phrases(meeting_id: uuid.UUID, user: User) -> list[PhraseOut]:
+        return [
+            PhraseOut(participant=p.participant, start=p.start_s, end=p.end_s, text=p.text)
+            for p in meeting_phrases(db, meeting_id, user.owner)
+        ]
+
+    @app.get(
+        "/v1/meetings/{meeting_id}/export",
+        response_class=PlainTextResponse,
+        responses={**NOT_FOUND, 200: {"content": {t: {} for t in MEDIA_TYPES.values()}}},
+    )
+    def export(
+        meeting_id: uuid.UUID,
+        user: User,
+        format: Annotated[Literal["json", "srt", "vtt", "md", "txt"], Query()] = "txt",
+    ) -> PlainTextResponse:
+        m = get_meeting(db, meeting_id, user.owner)
+        doc = TranscriptDoc(
+            [
+                TimedPhrase(p.participant, p.start_s, p.end_s, p.text, p.start_at, p.end_at)
+                for p in meeting_phrases(db, m.id, user.owner)
+            ],
+            m.title,
+            m.started_at,
+            str(m.id),
+        )
+        return PlainTextResponse(render(doc, format), media_type=MEDIA_TYPES[format])
+
+    @app.post("/v1/memory/evidence", status_code=201, response_model=StoredOut, responses=BAD)
+    def ingest(body: EvidenceIn, user: User) -> StoredOut:
+        """Store final utterances as evidence: all of them, or none."""
+        items = [
+            (Evidence(u.id, u.speaker, u.text, u.conversation or u.session, u.t), u.session)
+            for u in body.utterances
+        ]
+        return StoredOut(stored=memories.store(user.owner, items))
+
+    @app.post("/v1/memory/recall", response_model=list[RecalledOut], responses=BAD)
+    def recall(body: RecallIn, user: User) -> list[RecalledOut]:
+        if not tokenize(body.query):
+            return []
+        memory = memories.of(user.owner)
+        with memory.lock:
+            hits = memory.index.recall(body.query, k=body.k) if len(memory.index) else []
+        return [
+            RecalledOut(id=h.id, kind="evidence", score=h.score, speaker=h.speaker, text=h.text)
+            for h in hits
+        ]
+
+    from heard.server.live import mount_live
+
+    mount_live(app, settings, memories)
+    return app
+
+
+def _track_of(db: Database, meeting_id: uuid.UUID, participant: str, owner: str) -> uuid.UUID:
+    from sqlalchemy import select
+
+    with db.session() as s:
+        mid = resolve_meeting_id(s, meeting_id, owner)
+        track_id = s.scalar(
+            select(AudioTrack.id)
+            .join(Participant, AudioTrack.participant_id == Participant.id)
+            .where(AudioTrack.meeting_id == mid, Participant.name == participant)
+        )
+        if track_id is None:
+            raise NotFoundError(f"meeting {meeting_id} has no participant {participant!r}")
+        return track_id
+
+
+def _set_track(db: Database, track_id: uuid.UUID, location: str) -> None:
+    with db.session() as s:
+        track = s.get_one(AudioTrack, track_id)
+        track.location = location
+        if track.status in (TrackStatus.RECORDING, TrackStatus.FAILED, TrackStatus.DONE):
+            track.status = TrackStatus.PENDING
+            track.attempts = 0
+            track.last_error = None
+            track.segments = None

@@ -1,0 +1,79 @@
+"""Users and bearer tokens. A token is shown once, when made; only its SHA-256 is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from heard.errors import InputError
+from heard.store.database import Database
+from heard.store.models import ApiToken, User
+
+__all__ = ["Principal", "add_token", "add_user", "authenticate", "digest"]
+
+TOKEN_PREFIX = "heard_"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The user a request acts for; ``owner`` is what their rows carry."""
+
+    id: uuid.UUID
+    name: str
+
+    @property
+    def owner(self) -> str:
+        return str(self.id)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def add_user(db: Database, name: str) -> tuple[Principal, str]:
+    """Create user ``name`` with a first token; returns the user and the token (shown once)."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise InputError("a user name must be 1-200 characters")
+    token = _new_token()
+    with db.session() as s:
+        if s.scalar(select(User.id).where(User.name == name)) is not None:
+            raise InputError(
+                f"user {name!r} already exists (`heard users token {name}` adds a token)"
+            )
+        user = User(name=name)
+        s.add(user)
+        s.flush()
+        s.add(ApiToken(user_id=user.id, digest=digest(token)))
+        return Principal(user.id, user.name), token
+
+
+def add_token(db: Database, name: str) -> str:
+    """Another token for an existing user."""
+    token = _new_token()
+    with db.session() as s:
+        user_id = s.scalar(select(User.id).where(User.name == name.strip()))
+        if user_id is None:
+            raise InputError(f"no user {name!r} (`heard users add {name}` creates one)")
+        s.add(ApiToken(user_id=user_id, digest=digest(token)))
+    return token
+
+
+def authenticate(db: Database, token: str) -> Principal | None:
+    if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+        return None
+    with db.session() as s:
+        row = s.execute(
+            select(User.id, User.name)
+            .join(ApiToken, ApiToken.user_id == User.id)
+            .where(ApiToken.digest == digest(token))
+        ).first()
+        return Principal(row[0], row[1]) if row else None

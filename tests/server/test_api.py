@@ -1,0 +1,269 @@
+"""heard serve's REST API and /v1/live WebSocket, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+
+from heard.pipeline.run import run_pipeline
+from heard.server.app import ServerSettings, create_app
+from heard.server.auth import add_user, authenticate, digest
+from heard.store.database import Database
+from heard.store.meetings import track_states
+from heard.store.models import ApiToken
+from heard.timeline.phrases import Segment
+from tests.conftest import SHARED_DATA
+from tests.fakes import FakeTranscriber
+
+
+@pytest.fixture
+def server(
+    db: Database, tmp_path: Path
+) -> Iterator[tuple[TestClient, dict[str, str], dict[str, str]]]:
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcribe=False))
+    _, alice = add_user(db, "alice")
+    _, bob = add_user(db, "bob")
+    with TestClient(app) as client:
+        yield client, {"Authorization": f"Bearer {alice}"}, {"Authorization": f"Bearer {bob}"}
+
+
+def test_tokens_are_stored_hashed_and_authenticate(db: Database) -> None:
+    user, token = add_user(db, "carol")
+    with db.session() as s:
+        digests = [t.digest for t in s.query(ApiToken).all()]
+    assert token not in digests
+    assert digest(token) in digests
+    assert authenticate(db, token) == user
+    assert authenticate(db, token + "x") is None
+    assert authenticate(db, "not-a-token") is None
+
+
+def test_requests_without_a_valid_token_get_401(server) -> None:  # type: ignore[no-untyped-def]
+    client, _, _ = server
+    for method, path in [("get", "/v1/me"), ("get", "/v1/meetings"), ("post", "/v1/memory/recall")]:
+        assert client.request(method, path).status_code == 401
+        bad = client.request(method, path, headers={"Authorization": "Bearer heard_nope"})
+        assert bad.status_code == 401
+        assert bad.headers["www-authenticate"] == "Bearer"
+
+
+def test_meeting_lifecycle_and_isolation(server, db: Database) -> None:  # type: ignore[no-untyped-def]
+    client, alice, bob = server
+    created = client.post(
+        "/v1/meetings",
+        json={
+            "title": "stand-up",
+            "participants": [{"name": "left"}, {"name": "right", "offset_s": 0}],
+        },
+        headers=alice,
+    )
+    assert created.status_code == 201, created.text
+    meeting = created.json()
+    mid = meeting["id"]
+    assert [t["status"] for t in meeting["tracks"]] == ["recording", "recording"]
+    wav = (SHARED_DATA / "audio" / "stereo_diarization.wav").read_bytes()
+    for name in ("left", "right"):
+        up = client.put(f"/v1/meetings/{mid}/tracks/{name}", content=wav, headers=alice)
+        assert up.status_code == 200, up.text
+    assert {
+        t["status"] for t in client.get(f"/v1/meetings/{mid}", headers=alice).json()["tracks"]
+    } == {"pending"}
+    assert client.post(f"/v1/meetings/{mid}/run", headers=alice).status_code == 202
+    # transcription is off in this app: run the pipeline with canned segments per upload
+    canned = {
+        t.location: [Segment(0.0, 1.5, f"hello from {t.participant}")]
+        for t in track_states(db, mid)
+    }
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber(canned))
+    phrases = client.get(f"/v1/meetings/{mid}/phrases", headers=alice).json()
+    assert phrases
+    assert {p["participant"] for p in phrases} <= {"left", "right"}
+    for fmt, needle in [
+        ("srt", " --> "),
+        ("vtt", "WEBVTT"),
+        ("json", '"participant"'),
+        ("md", "stand-up"),
+        ("txt", "left"),
+    ]:
+        export = client.get(f"/v1/meetings/{mid}/export", params={"format": fmt}, headers=alice)
+        assert export.status_code == 200
+        assert needle in export.text
+    assert [m["id"] for m in client.get("/v1/meetings", headers=alice).json()] == [mid]
+    # bob sees nothing of it: the same 404 as for a meeting that does not exist
+    assert client.get("/v1/meetings", headers=bob).json() == []
+    missing = "00000000-0000-0000-0000-000000000000"
+    for path in ["", "/phrases", "/export"]:
+        theirs = client.get(f"/v1/meetings/{mid}{path}", headers=bob)
+        nobodys = client.get(f"/v1/meetings/{missing}{path}", headers=bob)
+        assert theirs.status_code == nobodys.status_code == 404
+    assert (
+        client.put(f"/v1/meetings/{mid}/tracks/left", content=wav, headers=bob).status_code == 404
+    )
+    assert client.post(f"/v1/meetings/{mid}/run", headers=bob).status_code == 404
+
+
+def test_bad_input_gets_4xx_and_nothing_half_written(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    assert (
+        client.post(
+            "/v1/meetings", json={"title": "", "participants": []}, headers=alice
+        ).status_code
+        == 422
+    )
+    dup = client.post(
+        "/v1/meetings",
+        json={"title": "x", "participants": [{"name": "a"}, {"name": "A"}]},
+        headers=alice,
+    )
+    assert dup.status_code == 422
+    assert "named twice" in dup.json()["detail"]
+    mid = client.post(
+        "/v1/meetings", json={"title": "x", "participants": [{"name": "a"}]}, headers=alice
+    ).json()["id"]
+    corrupt = client.put(
+        f"/v1/meetings/{mid}/tracks/a", content=b"RIFF not audio at all", headers=alice
+    )
+    assert corrupt.status_code == 422
+    assert "not decodable audio" in corrupt.json()["detail"]
+    empty = client.put(f"/v1/meetings/{mid}/tracks/a", content=b"", headers=alice)
+    assert empty.status_code == 422
+    unknown = client.put(f"/v1/meetings/{mid}/tracks/zed", content=b"x", headers=alice)
+    assert unknown.status_code == 404
+    assert not list((tmp_path / "uploads").rglob("*.audio"))
+    assert (
+        client.get(f"/v1/meetings/{mid}", headers=alice).json()["tracks"][0]["status"]
+        == "recording"
+    )
+    assert client.get("/v1/meetings/not-a-uuid", headers=alice).status_code == 422
+
+
+def test_evidence_and_recall_are_per_user(server) -> None:  # type: ignore[no-untyped-def]
+    client, alice, bob = server
+    lines = [
+        {"id": "d1", "speaker": "Maya", "text": "The Lisbon office opens in April."},
+        {"id": "d2", "speaker": "Tom", "text": "Budget approvals go through Priya."},
+    ]
+    assert client.post("/v1/memory/evidence", json={"utterances": lines}, headers=alice).json() == {
+        "stored": 2
+    }
+    again = client.post("/v1/memory/evidence", json={"utterances": lines[:1]}, headers=alice)
+    assert again.status_code == 422  # the id is taken; nothing stored
+    # bob may use the same ids: memory is per user
+    assert (
+        client.post("/v1/memory/evidence", json={"utterances": lines[1:]}, headers=bob).status_code
+        == 201
+    )
+    hits = client.post(
+        "/v1/memory/recall", json={"query": "when does Lisbon open"}, headers=alice
+    ).json()
+    assert hits[0]["id"] == "d1"
+    assert (
+        client.post(
+            "/v1/memory/recall", json={"query": "when does Lisbon open"}, headers=bob
+        ).json()
+        == []
+    )
+    partial = client.post(
+        "/v1/memory/evidence", json={"utterances": [{**lines[0], "type": "partial"}]}, headers=alice
+    )
+    assert partial.status_code == 422
+    assert client.post("/v1/memory/recall", json={"query": ""}, headers=alice).status_code == 422
+    assert (
+        client.post("/v1/memory/recall", json={"query": "x" * 3000}, headers=alice).status_code
+        == 422
+    )
+
+
+def events(*items: tuple[int, str, str]) -> list[str]:
+    return [
+        json.dumps({"t_ms": t, "type": kind, "text": text, "speaker": "ana"})
+        for t, kind, text in items
+    ]
+
+
+def test_live_websocket_streams_hypotheses_captions_context_and_finals(server) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    client.post(
+        "/v1/memory/evidence",
+        json={
+            "utterances": [
+                {"id": "d1", "speaker": "Maya", "text": "The Lisbon office opens in April."}
+            ]
+        },
+        headers=alice,
+    )
+    token = alice["Authorization"].split()[1]
+    with client.websocket_connect(f"/v1/live?token={token}&mode=relaxed") as ws:
+        for frame in events(
+            (0, "partial", "when does the"),
+            (400, "partial", "when does the Lisbon office"),
+            (800, "partial", "when does the Lisbon office open"),
+            (1200, "final", "When does the Lisbon office open?"),
+        ):
+            ws.send_text(frame)
+        received = []
+        while not any(m["type"] == "context" for m in received):
+            received.append(ws.receive_json())
+    kinds = [m["type"] for m in received]
+    assert kinds.count("hypothesis") == 4
+    assert received[1]["stable"] == "when does the"
+    assert {"release", "final", "context"} <= set(kinds)
+    release = next(m for m in received if m["type"] == "release")
+    assert release["text"] == "When does the Lisbon office open?"
+    context = next(m for m in received if m["type"] == "context")
+    assert context["evidence"][0]["id"] == "d1"
+    # the final is now evidence, for this user
+    hits = client.post(
+        "/v1/memory/recall", json={"query": "Lisbon office open"}, headers=alice
+    ).json()
+    assert any(h["text"] == "When does the Lisbon office open?" for h in hits)
+
+
+def test_live_websocket_rejects_bad_frames_without_harming_others(
+    server, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    token = alice["Authorization"].split()[1]
+    with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect("/v1/live") as ws:
+        ws.receive_json()
+    assert refused.value.code == 1008
+    caplog.set_level(logging.WARNING, "heard.server.live")
+    with client.websocket_connect(f"/v1/live?token={token}") as healthy:
+        for bad, code in [
+            ("{oops", 1007),
+            ('{"t_ms": -1, "type": "final", "text": "x"}', 1007),
+            ("x" * 70_000, 1009),
+            (b"\x00\x01", 1003),
+        ]:
+            with client.websocket_connect(f"/v1/live?token={token}") as ws:
+                ws.send_bytes(bad) if isinstance(bad, bytes) else ws.send_text(bad)
+                with pytest.raises(WebSocketDisconnect) as closed:
+                    ws.receive_json()
+                assert closed.value.code == code
+        healthy.send_text(events((0, "final", "still here"))[0])
+        assert healthy.receive_json()["type"] == "hypothesis"
+    assert "frame 1" in caplog.text
+
+
+def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-def]
+    client, _, _ = server
+    spec = client.get("/openapi.json").json()
+    assert set(spec["paths"]) == {
+        "/v1/me",
+        "/v1/meetings",
+        "/v1/meetings/{meeting_id}",
+        "/v1/meetings/{meeting_id}/tracks/{participant}",
+        "/v1/meetings/{meeting_id}/run",
+        "/v1/meetings/{meeting_id}/phrases",
+        "/v1/meetings/{meeting_id}/export",
+        "/v1/memory/evidence",
+        "/v1/memory/recall",
+    }
+    upload = spec["paths"]["/v1/meetings/{meeting_id}/tracks/{participant}"]["put"]
+    assert "application/octet-stream" in upload["requestBody"]["content"]
