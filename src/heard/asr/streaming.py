@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["StreamOptions", "stream_events", "strip_punctuation"]
+__all__ = ["StreamOptions", "StreamingRecognizer", "stream_events", "strip_punctuation"]
 
 Clock = Literal["simulated", "compute"]
 
@@ -84,6 +84,122 @@ def _speech(audio: npt.NDArray[np.float32]) -> list[dict[str, int]]:
     )
 
 
+class StreamingRecognizer:
+    """The re-decode loop over audio that arrives in pieces (a microphone, a socket).
+
+    ``push(samples)`` adds audio and, once ``chunk_ms`` of new audio is waiting, decodes
+    the current utterance once, over *all* audio that has arrived: when decoding is slower
+    than the audio, steps grow instead of falling further behind. ``finish()`` ends the
+    stream. ``chunk_ms`` may be raised on the fly (the server does, when it degrades).
+    """
+
+    def __init__(
+        self,
+        *,
+        options: StreamOptions | None = None,
+        whisper: WhisperOptions | None = None,
+        speaker: str = DEFAULT_SPEAKER,
+    ) -> None:
+        import numpy as np
+
+        self.options = options or StreamOptions()
+        self.chunk_ms = self.options.chunk_ms
+        self.speaker = speaker
+        self._model = _load_model(whisper or WhisperOptions())
+        self._audio = np.zeros(0, dtype=np.float32)
+        self._offset = 0  # absolute index of self._audio[0]
+        self._utt_start = 0
+        self._decoded_to = 0
+        self._previous: list[str] = []  # segment texts of the previous decode of this buffer
+
+    @property
+    def received(self) -> int:
+        """Samples received so far."""
+        return self._offset + len(self._audio)
+
+    def append(self, samples: npt.NDArray[np.float32]) -> None:
+        import numpy as np
+
+        self._audio = np.concatenate([self._audio, np.asarray(samples, dtype=np.float32)])
+
+    def push(self, samples: npt.NDArray[np.float32]) -> list[tuple[EventKind, str]]:
+        self.append(samples)
+        if self.received - self._decoded_to < SAMPLE_RATE * self.chunk_ms // 1000:
+            return []
+        return self.step(self.received)
+
+    def _text(self, segments: list[Any]) -> str:
+        text = " ".join(s.text.strip() for s in segments).strip()
+        return strip_punctuation(text) if self.options.strip_punctuation else text
+
+    def step(self, audio_end: int) -> list[tuple[EventKind, str]]:
+        """Decode the current utterance up to ``audio_end`` (absolute samples)."""
+        o, model = self.options, self._model
+        self._decoded_to = audio_end
+        buffer = self._audio[self._utt_start - self._offset : audio_end - self._offset]
+        events: list[tuple[EventKind, str]] = []
+        speech = _speech(buffer)
+        if not speech:
+            # keep only a short tail
+            self._utt_start = max(self._utt_start, audio_end - SAMPLE_RATE // 2)
+            self._previous = []
+        else:
+            speech_end = speech[-1]["end"]
+            silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
+            if silence_ms >= o.end_silence_ms:
+                text = self._text(_decode(model, buffer[:speech_end], o.beam_size))
+                if text:
+                    events.append((EventKind.FINAL, text))
+                self._utt_start += speech_end
+                self._previous = []
+            elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
+                segments = _decode(model, buffer, o.beam_size)
+                if len(segments) > 1:
+                    done, cut = segments[:-1], int(segments[-2].end * SAMPLE_RATE)
+                else:
+                    done, cut = segments, len(buffer)
+                text = self._text(done)
+                if text:
+                    events.append((EventKind.FINAL, text))
+                self._utt_start += max(cut, 1)
+                self._previous = []
+            else:
+                segments = _decode(model, buffer, o.beam_size)
+                keys = [strip_punctuation(seg.text) for seg in segments]
+                agreed = 0
+                while (
+                    agreed < len(segments) - 1
+                    and agreed < len(self._previous)
+                    and keys[agreed] == self._previous[agreed]
+                ):
+                    agreed += 1
+                if agreed:
+                    # Whisper's first segments came out the same twice: commit them.
+                    events.append((EventKind.FINAL, self._text(segments[:agreed])))
+                    self._utt_start += int(segments[agreed - 1].end * SAMPLE_RATE)
+                    segments, keys = segments[agreed:], keys[agreed:]
+                self._previous = keys
+                text = self._text(segments)
+                if text:
+                    events.append((EventKind.PARTIAL, text))
+        # audio before the utterance is never looked at again
+        drop = self._utt_start - self._offset
+        if drop > 0:
+            self._audio = self._audio[drop:]
+            self._offset += drop
+        return events
+
+    def finish(self) -> list[tuple[EventKind, str]]:
+        """The stream ended: the rest of the utterance, if it holds speech, is the final."""
+        rest = self._audio[self._utt_start - self._offset :]
+        self._utt_start = self._decoded_to = self.received
+        if len(rest) and _speech(rest):
+            text = self._text(_decode(self._model, rest, self.options.beam_size))
+            if text:
+                return [(EventKind.FINAL, text)]
+        return []
+
+
 def stream_events(
     samples: npt.NDArray[np.float32],
     *,
@@ -93,83 +209,31 @@ def stream_events(
 ) -> Iterator[TranscriptEvent]:
     """Replay 16 kHz mono ``samples`` as a live stream; yield partial and final events."""
     o = options or StreamOptions()
-    model = _load_model(whisper or WhisperOptions())
+    recognizer = StreamingRecognizer(options=o, whisper=whisper, speaker=speaker)
+    recognizer.append(samples)
     chunk = SAMPLE_RATE * o.chunk_ms // 1000
     total = len(samples)
-    utt_start = 0
     now_ms = 0.0
     audio_end = 0
     last_t = 0
-
-    def text_of(segments: list[Any]) -> str:
-        text = " ".join(s.text.strip() for s in segments).strip()
-        return strip_punctuation(text) if o.strip_punctuation else text
 
     def stamp(t_ms: float) -> int:
         nonlocal last_t
         last_t = max(last_t, round(t_ms))
         return last_t
 
-    previous: list[str] = []  # segment texts of the previous decode of this buffer
-
     while audio_end < total:
         audio_end = min(total, max(audio_end + chunk, round(now_ms * SAMPLE_RATE / 1000)))
         now_ms = max(now_ms, audio_end * 1000 / SAMPLE_RATE)
         started = time.perf_counter()
-        buffer = samples[utt_start:audio_end]
-        events: list[tuple[EventKind, str]] = []
-        speech = _speech(buffer)
-        if not speech:
-            utt_start = max(utt_start, audio_end - SAMPLE_RATE // 2)  # keep only a short tail
-            previous = []
-        else:
-            speech_end = speech[-1]["end"]
-            silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
-            if silence_ms >= o.end_silence_ms:
-                text = text_of(_decode(model, buffer[:speech_end], o.beam_size))
-                if text:
-                    events.append((EventKind.FINAL, text))
-                utt_start += speech_end
-                previous = []
-            elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
-                segments = _decode(model, buffer, o.beam_size)
-                if len(segments) > 1:
-                    done, cut = segments[:-1], int(segments[-2].end * SAMPLE_RATE)
-                else:
-                    done, cut = segments, len(buffer)
-                text = text_of(done)
-                if text:
-                    events.append((EventKind.FINAL, text))
-                utt_start += max(cut, 1)
-                previous = []
-            else:
-                segments = _decode(model, buffer, o.beam_size)
-                keys = [strip_punctuation(seg.text) for seg in segments]
-                agreed = 0
-                while (
-                    agreed < len(segments) - 1
-                    and agreed < len(previous)
-                    and keys[agreed] == previous[agreed]
-                ):
-                    agreed += 1
-                if agreed:
-                    # Whisper's first segments came out the same twice: commit them.
-                    events.append((EventKind.FINAL, text_of(segments[:agreed])))
-                    utt_start += int(segments[agreed - 1].end * SAMPLE_RATE)
-                    segments, keys = segments[agreed:], keys[agreed:]
-                previous = keys
-                text = text_of(segments)
-                if text:
-                    events.append((EventKind.PARTIAL, text))
+        events = recognizer.step(audio_end)
         if o.clock == "compute":
             now_ms += (time.perf_counter() - started) * 1000
         for kind, text in events:
             yield TranscriptEvent(stamp(now_ms), kind, text, speaker)
-    rest = samples[utt_start:total]
-    if len(rest) and _speech(rest):
-        started = time.perf_counter()
-        text = text_of(_decode(model, rest, o.beam_size))
-        if o.clock == "compute":
-            now_ms += (time.perf_counter() - started) * 1000
-        if text:
-            yield TranscriptEvent(stamp(now_ms), EventKind.FINAL, text, speaker)
+    started = time.perf_counter()
+    events = recognizer.finish()
+    if o.clock == "compute":
+        now_ms += (time.perf_counter() - started) * 1000
+    for kind, text in events:
+        yield TranscriptEvent(stamp(now_ms), kind, text, speaker)
