@@ -241,3 +241,21 @@ async def test_many_turns_many_speakers_publish_in_turn_order(prefetch: bool) ->
         f"Question number {i} about topic{i}" for i in range(6)
     ]
     assert len(retriever.remembered) == 6
+
+
+async def test_a_repeated_partial_is_speculated_on_whole() -> None:
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever)
+    await conv.feed(partial(0, "who approves the budget"))
+    await conv.feed(partial(500, "who approves the budget for Lisbon"))
+    # nothing new heard: the last word, never stable, is in this speculation all the same
+    await conv.feed(partial(1000, "who approves the budget for Lisbon"))
+    await asyncio.sleep(0)
+    assert retriever.queries[-1] == "who approves the budget for Lisbon"
+    assert conv.stats.pause_speculations == 1
+    await conv.feed(final(1800, "Who approves the budget for Lisbon?"))
+    await conv.join()
+    (context,) = conv.contexts
+    assert (context.source, context.query) == ("speculative", "who approves the budget for Lisbon")
+    # a third identical partial adds nothing new: no more retrievals
+    assert conv.stats.speculations == context.retrievals

@@ -239,7 +239,7 @@ def test_live_websocket_rejects_bad_frames_without_harming_others(
             ("{oops", 1007),
             ('{"t_ms": -1, "type": "final", "text": "x"}', 1007),
             ("x" * 70_000, 1009),
-            (b"\x00\x01", 1003),
+            (b"\x00\x01\x02", 1007),
         ]:
             with client.websocket_connect(f"/v1/live?token={token}") as ws:
                 ws.send_bytes(bad) if isinstance(bad, bytes) else ws.send_text(bad)
@@ -267,3 +267,29 @@ def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-d
     }
     upload = spec["paths"]["/v1/meetings/{meeting_id}/tracks/{participant}"]["put"]
     assert "application/octet-stream" in upload["requestBody"]["content"]
+
+
+@pytest.mark.asr
+def test_live_websocket_transcribes_pcm_audio(server) -> None:  # type: ignore[no-untyped-def]
+    """Real speech as the microphone: JFK in 100 ms PCM16 frames through the real recognizer."""
+    from heard.asr.audio import load_audio  # noqa: PLC0415
+
+    client, alice, _ = server
+    token = alice["Authorization"].split()[1]
+    samples = load_audio(SHARED_DATA / "audio" / "jfk.flac")
+    pcm = (samples * 32767).astype("<i2").tobytes()
+    with client.websocket_connect(f"/v1/live?token={token}&speaker=jfk&mode=live") as ws:
+        for i in range(0, len(pcm), 3200):
+            ws.send_bytes(pcm[i : i + 3200])
+        ws.send_text('{"type": "end"}')
+        finals = []
+        hypotheses = 0
+        while not finals or "country" not in " ".join(finals):
+            message = ws.receive_json()
+            hypotheses += message["type"] == "hypothesis"
+            if message["type"] == "final":
+                assert message["speaker"] == "jfk"
+                finals.append(message["text"])
+    text = " ".join(finals).lower()
+    assert "ask not what your country can do for you" in text
+    assert hypotheses >= len(finals)

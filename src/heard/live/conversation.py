@@ -2,7 +2,11 @@
 
 Per speaker, a ``TranscriptSession`` keeps the stable prefix and the speculation
 gate. When the gate fires on a partial, a retrieval starts on the stable prefix
-(a newer one cancels the older). When the final arrives:
+(a newer one cancels the older). The last word of a partial is never stable, so
+the stable prefix always lags the final by a word or more; but when the
+recognizer repeats a partial word for word, it heard nothing new (the speaker
+paused, often at the end of the turn), and the whole partial is speculated on.
+When the final arrives:
 
 * **reuse** the speculative result if the final says what was speculated on:
   the Jaccard overlap of the two content-token sets is at least
@@ -39,6 +43,7 @@ from heard.transcript.guard import GenerationGuard
 from heard.transcript.session import TranscriptSession, TranscriptStep
 from heard.transcript.tokenize import content_tokens
 from heard.transcript.turns import TurnId
+from heard.transcript.words import normalized_key
 
 __all__ = [
     "REUSE_JACCARD",
@@ -117,6 +122,8 @@ class PreparedContext:
 class LiveStats:
     turns: int = 0
     speculations: int = 0
+    pause_speculations: int = 0
+    """Of the speculations, those on a whole partial the recognizer repeated unchanged."""
     reused: int = 0
     fresh: int = 0
     wasted: int = 0
@@ -140,6 +147,7 @@ class _Turn:
     task: asyncio.Task[Retrieved] | None = None
     tokens: frozenset[str] = frozenset()
     query: str = ""
+    last_keys: tuple[str, ...] = ()
     retrievals: int = 0
     wasted: int = 0
 
@@ -197,7 +205,12 @@ class Conversation:
             return step
         turn = self._turn_for(step)
         if event.kind is EventKind.PARTIAL:
-            if self.prefetch and step.decision in (GateDecision.FIRE, GateDecision.FIRE_SIGNAL):
+            if not self.prefetch:
+                pass
+            elif self._paused(turn, event.text):
+                self.stats.pause_speculations += 1
+                self._speculate(turn, event.text)
+            elif step.decision in (GateDecision.FIRE, GateDecision.FIRE_SIGNAL):
                 self._speculate(turn, step.hypothesis.stable_prefix)
         else:
             self._finish(turn, event)
@@ -284,6 +297,14 @@ class Conversation:
         task = asyncio.ensure_future(coro)
         self._tasks[task] = speaker
         task.add_done_callback(lambda t: self._tasks.pop(t, None))
+
+    def _paused(self, turn: _Turn, text: str) -> bool:
+        """The recognizer gave the same words twice running (nothing new was heard) and they
+        say more than the last speculation: the whole partial is worth a retrieval now."""
+        keys = tuple(normalized_key(w) for w in text.split())
+        repeated = keys == turn.last_keys
+        turn.last_keys = keys
+        return repeated and frozenset(content_tokens(text)) - turn.tokens != frozenset()
 
     def _speculate(self, turn: _Turn, stable: str) -> None:
         assert self.retriever is not None

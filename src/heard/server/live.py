@@ -1,7 +1,12 @@
 """``/v1/live``: one live conversation per WebSocket.
 
-The client sends transcript events as JSON text frames, on heard's wire format
-(``{"t_ms": 1200, "type": "partial", "text": "what should we", "speaker": "alice"}``).
+The client sends either transcript events as JSON text frames, on heard's wire
+format (``{"t_ms": 1200, "type": "partial", "text": "what should we", "speaker": "alice"}``),
+or audio as binary frames: PCM16 little-endian, 16 kHz, mono, any length. Audio goes
+through heard's streaming recognizer (``?speaker=`` names who speaks, default "you");
+when decoding falls behind the audio, the recognizer's step grows (up to 4 s) and the
+client is told: ``{"type": "degraded", "chunk_ms": 2000, "rtf": 1.3}``. A text frame
+``{"type": "end"}`` flushes the audio (the last final) without closing.
 The server answers with JSON messages:
 
 * ``{"type": "hypothesis", "speaker", "turn", "stable", "unstable", "t_ms"}`` per event;
@@ -11,8 +16,7 @@ The server answers with JSON messages:
 * ``{"type": "final", "speaker", "turn", "text"}``: the final, now evidence.
 
 A malformed frame closes the connection with 1007, an oversize one (over 64 KiB)
-with 1009, a binary frame with 1003 (audio frames are not accepted yet); each is
-logged, and no other connection notices.
+with 1009; each is logged, and no other connection notices.
 """
 
 from __future__ import annotations
@@ -20,18 +24,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 
+from heard.asr.audio import SAMPLE_RATE
+from heard.asr.streaming import StreamingRecognizer
 from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.retriever import MemoryRetriever
 from heard.memory.recall import MemoryRecall
 from heard.release.tracker import RELEASE_MODES, ReleaseUnit
 from heard.server.auth import authenticate
-from heard.transcript.events import EventKind, parse_event
+from heard.transcript.events import EventKind, TranscriptEvent, parse_event
+from heard.transcript.session import TranscriptStep
 
 if TYPE_CHECKING:
     from heard.server.app import Memories, ServerSettings
@@ -117,6 +126,93 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
                     await websocket.close(code=close[0], reason=close[1])
 
 
+class _Audio:
+    """One connection's microphone: PCM in, recognizer steps in a worker thread, events out."""
+
+    MAX_CHUNK_MS = 4000
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        emit: Callable[[TranscriptStep, TranscriptEvent], None],
+        outbox: asyncio.Queue[dict[str, Any] | None],
+        speaker: str,
+    ) -> None:
+        self.conversation = conversation
+        self.emit = emit
+        self.outbox = outbox
+        self.speaker = speaker
+        self.pending = bytearray()
+        self.received = 0  # samples
+        self._recognizer: StreamingRecognizer | None = None
+        self._wake = asyncio.Event()
+        self._ending = False
+        self._closing = False
+        self._slow_steps = 0
+        self._task = asyncio.create_task(self._run())
+
+    def add(self, pcm: bytes) -> None:
+        self.pending += pcm
+        self._wake.set()
+
+    def end(self) -> None:
+        self._ending = True
+        self._wake.set()
+
+    async def close(self) -> None:
+        """Decode what is left, then stop."""
+        self._closing = True
+        self.end()
+        await self._task
+
+    async def _run(self) -> None:
+        import numpy as np
+
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self.pending:
+                pcm, self.pending = bytes(self.pending), bytearray()
+                samples = (np.frombuffer(pcm, dtype="<i2") / 32768).astype(np.float32)
+                self.received += len(samples)
+                if self._recognizer is None:
+                    self._recognizer = await asyncio.to_thread(
+                        StreamingRecognizer, speaker=self.speaker
+                    )
+                audio_before = self._recognizer.received
+                started = time.perf_counter()
+                found = await asyncio.to_thread(self._recognizer.push, samples)
+                spent = time.perf_counter() - started
+                if found:
+                    covered = (self._recognizer.received - audio_before) / SAMPLE_RATE
+                    await self._pace(spent, covered)
+                await self._feed(found)
+            if self._ending and not self.pending:
+                if self._recognizer is not None:
+                    await self._feed(await asyncio.to_thread(self._recognizer.finish))
+                self._ending = False
+                if self._closing:
+                    return
+
+    async def _pace(self, spent_s: float, covered_s: float) -> None:
+        """Two steps slower than the audio they covered: decode less often, and say so."""
+        assert self._recognizer is not None
+        rtf = spent_s / max(covered_s, 1e-3)
+        self._slow_steps = self._slow_steps + 1 if rtf > 1.0 else 0
+        if self._slow_steps >= 2 and self._recognizer.chunk_ms < self.MAX_CHUNK_MS:
+            self._recognizer.chunk_ms = min(self.MAX_CHUNK_MS, self._recognizer.chunk_ms * 2)
+            self._slow_steps = 0
+            self.outbox.put_nowait(
+                {"type": "degraded", "chunk_ms": self._recognizer.chunk_ms, "rtf": round(rtf, 2)}
+            )
+
+    async def _feed(self, found: list[tuple[EventKind, str]]) -> None:
+        t_ms = self.received * 1000 // SAMPLE_RATE
+        for kind, text in found:
+            event = TranscriptEvent(t_ms, kind, text, self.speaker)
+            self.emit(await self.conversation.feed(event), event)
+
+
 async def _receive(
     websocket: WebSocket,
     conversation: Conversation,
@@ -126,30 +222,8 @@ async def _receive(
     connection: str,
 ) -> tuple[int, str] | None:
     """Feed events until the client leaves (None) or sends something wrong (a close code)."""
-    number = 0
-    while True:
-        try:
-            message = await websocket.receive()
-        except WebSocketDisconnect:
-            return None
-        if message["type"] == "websocket.disconnect":
-            return None
-        number += 1
-        raw = message.get("text")
-        if raw is None:
-            log.warning("live %s (%s): frame %d is binary; closing", connection, user, number)
-            return CLOSE_UNSUPPORTED, "binary frames (audio) are not accepted yet; send JSON events"
-        if len(raw.encode()) > MAX_FRAME_BYTES:
-            log.warning(
-                "live %s (%s): frame %d is over %d bytes", connection, user, number, MAX_FRAME_BYTES
-            )
-            return CLOSE_TOO_BIG, f"frame {number} is over {MAX_FRAME_BYTES} bytes"
-        try:
-            event = parse_event(raw, "frame", number)
-        except EventLogError as e:
-            log.warning("live %s (%s): %s", connection, user, e)
-            return CLOSE_INVALID, str(e)[:120]
-        step = await conversation.feed(event)
+
+    def emit(step: TranscriptStep, event: TranscriptEvent) -> None:
         h = step.hypothesis
         outbox.put_nowait(
             {
@@ -173,3 +247,52 @@ async def _receive(
                     "text": event.text,
                 }
             )
+
+    audio: _Audio | None = None
+    speaker = websocket.query_params.get("speaker", "you")[:200] or "you"
+    number = 0
+    try:
+        while True:
+            try:
+                message = await websocket.receive()
+            except WebSocketDisconnect:
+                return None
+            if message["type"] == "websocket.disconnect":
+                return None
+            number += 1
+            raw = message.get("text")
+            data = message.get("bytes")
+            size = len(raw.encode()) if raw is not None else len(data or b"")
+            if size > MAX_FRAME_BYTES:
+                log.warning(
+                    "live %s (%s): frame %d is over %d bytes",
+                    connection,
+                    user,
+                    number,
+                    MAX_FRAME_BYTES,
+                )
+                return CLOSE_TOO_BIG, f"frame {number} is over {MAX_FRAME_BYTES} bytes"
+            if raw is None:
+                if not data or len(data) % 2:
+                    log.warning("live %s (%s): frame %d is not PCM16", connection, user, number)
+                    return (
+                        CLOSE_INVALID,
+                        f"frame {number}: audio must be PCM16 (an even number of bytes)",
+                    )
+                if audio is None:
+                    audio = _Audio(conversation, emit, outbox, speaker)
+                audio.add(data)
+                continue
+            if raw.strip() == '{"type": "end"}' or raw.strip() == '{"type":"end"}':
+                if audio is not None:
+                    audio.end()
+                continue
+            try:
+                event = parse_event(raw, "frame", number)
+            except EventLogError as e:
+                log.warning("live %s (%s): %s", connection, user, e)
+                return CLOSE_INVALID, str(e)[:120]
+            emit(await conversation.feed(event), event)
+    finally:
+        if audio is not None:
+            await audio.close()
