@@ -264,6 +264,8 @@ def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-d
         "/v1/meetings/{meeting_id}/export",
         "/v1/memory/evidence",
         "/v1/memory/recall",
+        "/v1/memory/pages",
+        "/v1/memory/pages/{slug}",
     }
     upload = spec["paths"]["/v1/meetings/{meeting_id}/tracks/{participant}"]["put"]
     assert "application/octet-stream" in upload["requestBody"]["content"]
@@ -272,7 +274,7 @@ def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-d
 @pytest.mark.asr
 def test_live_websocket_transcribes_pcm_audio(server) -> None:  # type: ignore[no-untyped-def]
     """Real speech as the microphone: JFK in 100 ms PCM16 frames through the real recognizer."""
-    from heard.asr.audio import load_audio  # noqa: PLC0415
+    from heard.asr.audio import load_audio
 
     client, alice, _ = server
     token = alice["Authorization"].split()[1]
@@ -293,3 +295,40 @@ def test_live_websocket_transcribes_pcm_audio(server) -> None:  # type: ignore[n
     text = " ".join(finals).lower()
     assert "ask not what your country can do for you" in text
     assert hypotheses >= len(finals)
+
+
+def test_pages_crud_recall_and_isolation(server) -> None:  # type: ignore[no-untyped-def]
+    client, alice, bob = server
+    page = {"summary": "Rhea Sharma, product lead; vegetarian", "aliases": ["Rhea Sharma"],
+            "edges": ["tokyo-office"], "body": "Allergic to peanuts."}  # fmt: skip
+    put = client.put("/v1/memory/pages/rhea", json=page, headers=alice)
+    assert put.status_code == 200, put.text
+    assert put.json() == {"slug": "rhea", **page}
+    assert [p["slug"] for p in client.get("/v1/memory/pages", headers=alice).json()] == ["rhea"]
+    hits = client.post(
+        "/v1/memory/recall", json={"query": "what does Rhea eat"}, headers=alice
+    ).json()
+    assert (hits[0]["id"], hits[0]["kind"]) == ("rhea", "page")
+    # bob: not listed, not readable, not deletable, not recalled - the same 404 as nothing
+    assert client.get("/v1/memory/pages", headers=bob).json() == []
+    assert client.get("/v1/memory/pages/rhea", headers=bob).status_code == 404
+    assert client.get("/v1/memory/pages/nobody", headers=bob).status_code == 404
+    assert client.delete("/v1/memory/pages/rhea", headers=bob).status_code == 404
+    assert (
+        client.post("/v1/memory/recall", json={"query": "what does Rhea eat"}, headers=bob).json()
+        == []
+    )
+    # bad input
+    assert client.put("/v1/memory/pages/Bad Slug", json=page, headers=alice).status_code == 422
+    assert (
+        client.put(
+            "/v1/memory/pages/ok", json={**page, "edges": ["../etc"]}, headers=alice
+        ).status_code
+        == 422
+    )
+    assert client.put("/v1/memory/pages/ok", json={"summary": 5}, headers=alice).status_code == 422
+    # replace, then delete
+    client.put("/v1/memory/pages/rhea", json={**page, "body": "Loves ramen."}, headers=alice)
+    assert client.get("/v1/memory/pages/rhea", headers=alice).json()["body"] == "Loves ramen."
+    assert client.delete("/v1/memory/pages/rhea", headers=alice).status_code == 204
+    assert client.get("/v1/memory/pages/rhea", headers=alice).status_code == 404

@@ -16,7 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Path as FastAPIPath
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
@@ -24,7 +26,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from heard.asr.audio import probe_audio
 from heard.errors import HeardError, InputError, NotFoundError
 from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.memory.recall import MemoryRecall, RecallOptions
 from heard.memory.store import load_index, store_evidence
+from heard.memory.workspace import load_workspace
 from heard.pipeline.run import run_pipeline
 from heard.server.auth import Principal, authenticate
 from heard.store.database import Database
@@ -57,8 +61,14 @@ MEDIA_TYPES = {
 class ServerSettings:
     db: Database
     uploads: Path
+    """Uploaded audio, one folder per user."""
     transcribe: bool = True
     """Run the pipeline with faster-whisper (False: tests that only check the API)."""
+    workspaces: Path | None = None
+    """Memory pages, one workspace per user (default: beside ``uploads``)."""
+
+    def workspace(self, owner: str) -> Path:
+        return (self.workspaces or self.uploads.parent / "workspaces") / owner
 
 
 # -- schemas ------------------------------------------------------------------------------
@@ -137,6 +147,24 @@ class RecalledOut(BaseModel):
     score: float
     speaker: str
     text: str
+
+
+SLUG = r"^[a-z0-9][a-z0-9-]{0,99}$"
+
+
+class PageIn(_Strict):
+    summary: str = Field(default="", max_length=240)
+    aliases: list[str] = Field(default=[], max_length=50)
+    edges: list[Annotated[str, Field(pattern=SLUG)]] = Field(default=[], max_length=100)
+    body: str = Field(default="", max_length=100_000)
+
+
+class PageOut(BaseModel):
+    slug: str
+    summary: str
+    aliases: list[str]
+    edges: list[str]
+    body: str
 
 
 class UserOut(BaseModel):
@@ -384,15 +412,87 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.post("/v1/memory/recall", response_model=list[RecalledOut], responses=BAD)
     def recall(body: RecallIn, user: User) -> list[RecalledOut]:
+        """Pages (through the retrieval loop) then evidence, best first."""
         if not tokenize(body.query):
             return []
         memory = memories.of(user.owner)
+        folder = settings.workspace(user.owner)
+        workspace = load_workspace(folder) if (folder / "pages").is_dir() else None
         with memory.lock:
-            hits = memory.index.recall(body.query, k=body.k) if len(memory.index) else []
+            recaller = MemoryRecall(workspace, memory.index, options=RecallOptions(k=body.k))
+            items = recaller.recall(body.query).items(workspace)
         return [
-            RecalledOut(id=h.id, kind="evidence", score=h.score, speaker=h.speaker, text=h.text)
-            for h in hits
+            RecalledOut(
+                id=h.id,
+                kind="page" if h.kind == "page" else "evidence",
+                score=h.score,
+                speaker=h.speaker,
+                text=h.text,
+            )
+            for h in items
         ]
+
+    def pages_dir(user: Principal) -> Path:
+        return settings.workspace(user.owner) / "pages"
+
+    def read_page(user: Principal, slug: str) -> PageOut:
+        folder = settings.workspace(user.owner)
+        if not (pages_dir(user) / f"{slug}.md").is_file():
+            raise NotFoundError(f"no page {slug!r}")
+        page = load_workspace(folder).pages.by_slug[slug]
+        return PageOut(
+            slug=slug,
+            summary=page.summary,
+            aliases=list(page.aliases),
+            edges=list(page.edges),
+            body=page.body,
+        )
+
+    @app.get("/v1/memory/pages", response_model=list[PageOut])
+    def pages(user: User) -> list[PageOut]:
+        folder = settings.workspace(user.owner)
+        if not pages_dir(user).is_dir():
+            return []
+        return [
+            PageOut(
+                slug=p.slug,
+                summary=p.summary,
+                aliases=list(p.aliases),
+                edges=list(p.edges),
+                body=p.body,
+            )
+            for p in load_workspace(folder).pages.by_slug.values()
+        ]
+
+    @app.get("/v1/memory/pages/{slug}", response_model=PageOut, responses=NOT_FOUND)
+    def page(slug: Annotated[str, FastAPIPath(pattern=SLUG)], user: User) -> PageOut:
+        return read_page(user, slug)
+
+    @app.put("/v1/memory/pages/{slug}", response_model=PageOut, responses=BAD)
+    def put_page(
+        slug: Annotated[str, FastAPIPath(pattern=SLUG)], body: PageIn, user: User
+    ) -> PageOut:
+        """Create or replace a page (YAML frontmatter + markdown body, as `heard memory` reads)."""
+        folder = pages_dir(user)
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = {"summary": body.summary, "aliases": body.aliases, "edges": body.edges}
+        text = (
+            "---\n"
+            + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False)
+            + "---\n"
+            + body.body
+        )
+        temporary = folder / f".{slug}.md.tmp"
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(folder / f"{slug}.md")
+        return read_page(user, slug)
+
+    @app.delete("/v1/memory/pages/{slug}", status_code=204, responses=NOT_FOUND)
+    def delete_page(slug: Annotated[str, FastAPIPath(pattern=SLUG)], user: User) -> None:
+        path = pages_dir(user) / f"{slug}.md"
+        if not path.is_file():
+            raise NotFoundError(f"no page {slug!r}")
+        path.unlink()
 
     from heard.server.live import mount_live
 
