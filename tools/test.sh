@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages the tests speak with (espeak-ng) and measure audio with (sox).
+# System packages the tests speak with (espeak-ng), measure audio with (sox) and drive the
+# captions page with (chromium, headless).
 missing=()
 command -v espeak-ng >/dev/null || missing+=(espeak-ng)
 command -v sox >/dev/null || missing+=(sox)
+command -v chromium >/dev/null || missing+=(chromium)
 if ((${#missing[@]})); then
   echo "== installing system packages: ${missing[*]}"
   sudo=""

@@ -117,6 +117,11 @@ class StreamingRecognizer:
         """Samples received so far."""
         return self._offset + len(self._audio)
 
+    @property
+    def decoded_to(self) -> int:
+        """Samples up to which the last step decoded."""
+        return self._decoded_to
+
     def append(self, samples: npt.NDArray[np.float32]) -> None:
         import numpy as np
 

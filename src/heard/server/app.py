@@ -19,8 +19,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastAPIPath
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from heard.asr.audio import probe_audio
@@ -252,6 +253,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
     BAD: dict[int | str, dict[str, Any]] = {422: {"model": ErrorOut}}
+
+    static = Path(__file__).parent / "static"
+    app.mount("/static", StaticFiles(directory=static), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(static / "index.html")
+
+    @app.get("/meetings", include_in_schema=False)
+    def meetings_page() -> FileResponse:
+        return FileResponse(static / "meetings.html")
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

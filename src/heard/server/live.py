@@ -13,7 +13,10 @@ The server answers with JSON messages:
 * ``{"type": "release", "speaker", "text", "reason", "t_ms"}`` for caption units
   (cadence from ``?mode=relaxed|balanced|live``, default balanced);
 * ``{"type": "context", ...}``: the memory prepared for the next reply;
-* ``{"type": "final", "speaker", "turn", "text"}``: the final, now evidence.
+* ``{"type": "final", "speaker", "turn", "text"}``: the final, now evidence;
+* with ``?translate=de``: ``{"type": "translation", "speaker", "text", "translation",
+  "translator"}`` per release unit, in order (the LLM provider from the environment,
+  or the identity translator, which says so in ``translator``).
 
 A malformed frame closes the connection with 1007, an oversize one (over 64 KiB)
 with 1009; each is logged, and no other connection notices.
@@ -36,8 +39,16 @@ from heard.asr.streaming import StreamingRecognizer
 from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.retriever import MemoryRetriever
+from heard.llm.provider import provider_from_env
 from heard.memory.recall import MemoryRecall
 from heard.release.tracker import RELEASE_MODES, ReleaseUnit
+from heard.release.translation import (
+    IdentityTranslator,
+    LLMTranslator,
+    TranslatedUnit,
+    TranslationQueue,
+    Translator,
+)
 from heard.server.auth import authenticate
 from heard.transcript.events import EventKind, TranscriptEvent, parse_event
 from heard.transcript.session import TranscriptStep
@@ -100,12 +111,42 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
                 }
             )
 
+        target = websocket.query_params.get("translate", "")[:10]
+        translations: TranslationQueue | None = None
+        speakers_of: dict[int, str] = {}
+        if target:
+            provider = provider_from_env()
+            translator: Translator = (
+                LLMTranslator(provider) if provider is not None else IdentityTranslator()
+            )
+
+            def on_translated(done: TranslatedUnit) -> None:
+                outbox.put_nowait(
+                    {
+                        "type": "translation",
+                        "speaker": speakers_of.pop(id(done.unit), ""),
+                        "text": done.unit.text,
+                        "translation": done.translation,
+                        "target": target,
+                        "translator": done.translator,
+                        "error": done.error,
+                    }
+                )
+
+            translations = TranslationQueue(translator, target=target, on_translated=on_translated)
+
+        def on_release_and_translate(speaker: str, unit: ReleaseUnit) -> None:
+            on_release(speaker, unit)
+            if translations is not None:
+                speakers_of[id(unit)] = speaker
+                translations.submit(unit)
+
         conversation = Conversation(
             retriever,
             conversation_id=f"live-{connection}",
             release_mode=RELEASE_MODES[mode_name],
             on_context=on_context,
-            on_release=on_release,
+            on_release=on_release_and_translate,
         )
 
         async def send_all() -> None:
@@ -118,6 +159,8 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
             close = await _receive(websocket, conversation, outbox, releases, user.name, connection)
         finally:
             await conversation.join()
+            if translations is not None:
+                await translations.close()
             outbox.put_nowait(None)
             with contextlib.suppress(Exception):
                 await sender
@@ -179,12 +222,13 @@ class _Audio:
                     self._recognizer = await asyncio.to_thread(
                         StreamingRecognizer, speaker=self.speaker
                     )
-                audio_before = self._recognizer.received
+                decoded_before = self._recognizer.decoded_to
                 started = time.perf_counter()
                 found = await asyncio.to_thread(self._recognizer.push, samples)
                 spent = time.perf_counter() - started
-                if found:
-                    covered = (self._recognizer.received - audio_before) / SAMPLE_RATE
+                if self._recognizer.decoded_to != decoded_before:
+                    # a step ran: did it take longer than the audio that arrived since the last?
+                    covered = (self._recognizer.decoded_to - decoded_before) / SAMPLE_RATE
                     await self._pace(spent, covered)
                 await self._feed(found)
             if self._ending and not self.pending:

@@ -1,0 +1,150 @@
+"""The captions page in Debian's Chromium, headless, with real speech as the microphone.
+
+Chromium's fake capture device plays a WAV file (JFK's inaugural line, from the shared
+data) into getUserMedia; the page streams it as PCM16 to /v1/live on a real uvicorn
+server, and the recognized words must appear as captions. A screenshot of the page is
+kept in test-artifacts/. tools/test.sh installs chromium (apt) and Playwright (pip).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import threading
+import time
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heard.asr.audio import load_audio
+from heard.server.app import ServerSettings, create_app
+from heard.server.auth import add_user
+from heard.store.database import Database
+from tests.conftest import REPO, SHARED_DATA
+
+pytestmark = [pytest.mark.asr, pytest.mark.system]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[tuple[str, str, Database]]:
+    import uvicorn
+
+    db = Database(f"sqlite:///{tmp_path / 'heard.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcribe=False))
+    _, token = add_user(db, "browser")
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}", token, db
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        db.dispose()
+
+
+def speech_wav(tmp_path: Path) -> Path:
+    """JFK, then 3 s of silence (the recognizer's turn ends; the file loops after)."""
+    samples = load_audio(SHARED_DATA / "audio" / "jfk.flac")
+    samples = np.concatenate([samples, np.zeros(16_000 * 3, dtype=np.float32)])
+    path = tmp_path / "mic.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes((samples * 32767).astype("<i2").tobytes())
+    return path
+
+
+def test_microphone_speech_appears_as_captions(live_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect, sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"Chromium is not at {CHROMIUM}: tools/test.sh installs it (apt-get install chromium)"
+        )
+    url, token, _ = live_server
+    wav = speech_wav(tmp_path)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--use-fake-ui-for-media-stream",
+                "--use-fake-device-for-media-stream",
+                f"--use-file-for-fake-audio-capture={wav}",
+                "--autoplay-policy=no-user-gesture-required",
+                "--no-sandbox",
+            ],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(url + "/")
+            page.fill("#token", token)
+            page.fill("#speaker", "jfk")
+            page.select_option("#mode", "live")
+            page.click("#start")
+            expect(page.locator("#status")).to_have_text("listening", timeout=20_000)
+            captions = page.locator("#captions")
+            expect(captions).to_contain_text("country", timeout=90_000, ignore_case=True)
+            expect(captions.locator(".who").first).to_have_text("jfk:")
+            # a release unit reached the translation column (identity: no translator configured)
+            expect(page.locator("#translations .tr").first).to_be_visible(timeout=30_000)
+            # once the turn ends, the words settle
+            settled = captions.locator(".settled", has_text=re.compile("country", re.IGNORECASE))
+            expect(settled.first).to_be_visible(timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "captions-page.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_meetings_page_lists_and_exports(live_server) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect, sync_playwright
+
+    from heard.store.meetings import TrackSpec, create_meeting
+
+    url, token, db = live_server
+    from heard.server.auth import authenticate
+
+    owner = authenticate(db, token)
+    assert owner is not None
+    create_meeting(
+        db, title="weekly sync", tracks=[TrackSpec("ana", "/nowhere.wav")], owner=owner.owner
+    )
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(url + "/meetings")
+            page.fill("#token", token)
+            page.click("#load")
+            row = page.locator("#meetings tbody tr")
+            expect(row).to_have_count(1)
+            expect(row).to_contain_text("weekly sync")
+            with page.expect_download() as download:
+                row.get_by_role("button", name="vtt").click()
+            assert download.value.suggested_filename == "weekly sync.vtt"
+            expect(page.locator("#transcript")).to_contain_text("WEBVTT")
+            page.screenshot(path=str(ARTIFACTS / "meetings-page.png"))
+        finally:
+            browser.close()
