@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+# ```python blocks run here; ```py blocks need outside services (a Pipecat transport, a Gemini key)
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
 
 
