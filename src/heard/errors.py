@@ -59,6 +59,10 @@ class NotFoundError(InputError, LookupError):
     """An id (meeting, track, page) that does not exist, or is not the caller's."""
 
 
+class ConflictError(InputError):
+    """Something with that id or name exists already; nothing was stored."""
+
+
 class UnknownNameError(HeardError, KeyError):
     """A name that is not registered; the message lists the valid names."""
 

@@ -153,7 +153,7 @@ def test_evidence_and_recall_are_per_user(server) -> None:  # type: ignore[no-un
         "stored": 2
     }
     again = client.post("/v1/memory/evidence", json={"utterances": lines[:1]}, headers=alice)
-    assert again.status_code == 422  # the id is taken; nothing stored
+    assert again.status_code == 409  # the id is taken; nothing stored
     # bob may use the same ids: memory is per user
     assert (
         client.post("/v1/memory/evidence", json={"utterances": lines[1:]}, headers=bob).status_code

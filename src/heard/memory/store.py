@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
-from heard.errors import InputError
+from heard.errors import ConflictError, InputError
 from heard.memory.dense import Embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.store.database import Database
@@ -97,7 +97,7 @@ def store_evidence(
             )
         ).all()
         if taken:
-            raise InputError(f"{source}: ids already in memory: {', '.join(sorted(taken)[:5])}")
+            raise ConflictError(f"{source}: ids already in memory: {', '.join(sorted(taken)[:5])}")
         s.add_all(
             EvidenceRow(
                 owner=owner,

@@ -19,13 +19,16 @@ from typing import Annotated, Any, Literal
 import yaml
 from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastAPIPath
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from heard.asr.audio import probe_audio
-from heard.errors import HeardError, InputError, NotFoundError
+from heard.errors import ConflictError, HeardError, InputError, NotFoundError
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.recall import MemoryRecall, RecallOptions
 from heard.memory.store import load_index, store_evidence
@@ -79,15 +82,31 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _iso_text(value: object) -> object:
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 date-time string with a time zone")
+    return value
+
+
+def _not_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not true or false")
+    return value
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+"""A date-time as JSON carries it: a string (a bare number is not taken as Unix time)."""
+
+
 class ParticipantIn(_Strict):
     name: str = Field(min_length=1, max_length=200)
-    offset_s: float = Field(default=0.0, ge=0, le=86_400)
+    offset_s: Annotated[float, BeforeValidator(_not_bool)] = Field(default=0.0, ge=0, le=86_400)
 
 
 class MeetingIn(_Strict):
     title: str = Field(min_length=1, max_length=500)
     participants: list[ParticipantIn] = Field(min_length=1, max_length=64)
-    started_at: AwareDatetime | None = None
+    started_at: Timestamp | None = None
 
 
 class TrackOut(BaseModel):
@@ -126,7 +145,7 @@ class UtteranceIn(_Strict):
     text: str = Field(min_length=1, max_length=20_000)
     session: str = Field(default="", max_length=200)
     conversation: str = Field(default="", max_length=200)
-    t: AwareDatetime | None = None
+    t: Timestamp | None = None
 
 
 class EvidenceIn(_Strict):
@@ -139,7 +158,7 @@ class StoredOut(BaseModel):
 
 class RecallIn(_Strict):
     query: str = Field(min_length=1, max_length=2000)
-    k: int = Field(default=10, ge=1, le=100)
+    k: Annotated[int, BeforeValidator(_not_bool)] = Field(default=10, ge=1, le=100)
 
 
 class RecalledOut(BaseModel):
@@ -175,6 +194,12 @@ class UserOut(BaseModel):
 
 class ErrorOut(BaseModel):
     detail: str
+
+
+class InvalidOut(BaseModel):
+    """Request validation lists its errors; heard's own input errors are one sentence."""
+
+    detail: str | list[dict[str, Any]]
 
 
 # -- per-user memory ----------------------------------------------------------------------
@@ -247,12 +272,31 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=404)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # one route per method: list every method the path has, not the first route's
+            methods: set[str] = set()
+            for route in app.router.routes:
+                if isinstance(route, APIRoute) and route.matches(request.scope)[0] != Match.NONE:
+                    methods |= route.methods or set()
+            headers["Allow"] = ", ".join(sorted(methods))
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(ConflictError)
+    async def _conflict(_: Request, exc: ConflictError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+
     @app.exception_handler(HeardError)
     async def _bad_input(_: Request, exc: HeardError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=422)
 
     NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
-    BAD: dict[int | str, dict[str, Any]] = {422: {"model": ErrorOut}}
+    BAD: dict[int | str, dict[str, Any]] = {
+        400: {"model": ErrorOut, "description": "The body is not JSON."},
+        422: {"model": InvalidOut},
+    }
 
     static = Path(__file__).parent / "static"
     app.mount("/static", StaticFiles(directory=static), name="static")
@@ -393,14 +437,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.get(
         "/v1/meetings/{meeting_id}/export",
-        response_class=PlainTextResponse,
-        responses={**NOT_FOUND, 200: {"content": {t: {} for t in MEDIA_TYPES.values()}}},
+        response_class=Response,
+        responses={
+            **NOT_FOUND,
+            200: {
+                "description": "The transcript in the asked format.",
+                "content": {t: {"schema": {"type": "string"}} for t in MEDIA_TYPES.values()},
+            },
+        },
     )
     def export(
         meeting_id: uuid.UUID,
         user: User,
         format: Annotated[Literal["json", "srt", "vtt", "md", "txt"], Query()] = "txt",
-    ) -> PlainTextResponse:
+    ) -> Response:
         m = get_meeting(db, meeting_id, user.owner)
         doc = TranscriptDoc(
             [
@@ -411,9 +461,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
             m.started_at,
             str(m.id),
         )
-        return PlainTextResponse(render(doc, format), media_type=MEDIA_TYPES[format])
+        return Response(render(doc, format), media_type=MEDIA_TYPES[format])
 
-    @app.post("/v1/memory/evidence", status_code=201, response_model=StoredOut, responses=BAD)
+    @app.post(
+        "/v1/memory/evidence",
+        status_code=201,
+        response_model=StoredOut,
+        responses={**BAD, 409: {"model": ErrorOut, "description": "An id is taken."}},
+    )
     def ingest(body: EvidenceIn, user: User) -> StoredOut:
         """Store final utterances as evidence: all of them, or none."""
         items = [
