@@ -99,15 +99,21 @@ def run_heard(data: list[dict[str, Any]], embedder: Embedder | None = None) -> d
     return tally.table()
 
 
+def bm25s_index(turns: list[dict[str, str]]) -> tuple[list[str], bm25s.BM25]:
+    """bm25s over ``speaker: text`` of each turn, with its English stopwords."""
+    corpus = [f"{t['speaker']}: {t['text']}" for t in turns]
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
+    )
+    return corpus, retriever
+
+
 def run_bm25s(data: list[dict[str, Any]]) -> dict[str, Any]:
     tally = Tally()
     for conv in data:
         turns = turns_of(conv)
-        corpus = [f"{t['speaker']}: {t['text']}" for t in turns]
-        retriever = bm25s.BM25()
-        retriever.index(
-            bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
-        )
+        corpus, retriever = bm25s_index(turns)
         for q in questions_of(conv):
             started = time.perf_counter()
             tokens = bm25s.tokenize([q["question"]], stopwords="en", show_progress=False)
@@ -124,11 +130,7 @@ def run_hybrid_peer(data: list[dict[str, Any]], embedder: Embedder) -> dict[str,
     tally = Tally()
     for conv in data:
         turns = turns_of(conv)
-        corpus = [f"{t['speaker']}: {t['text']}" for t in turns]
-        retriever = bm25s.BM25()
-        retriever.index(
-            bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False
-        )
+        corpus, retriever = bm25s_index(turns)
         vectors = embedder.embed(corpus)
         for q in questions_of(conv):
             started = time.perf_counter()

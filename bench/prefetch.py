@@ -30,14 +30,13 @@ import json
 import random
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from heard.asr.streaming import StreamOptions, stream_events
-from heard.live.conversation import Conversation
+from heard.live.conversation import Conversation, replay
 from heard.live.retriever import MemoryRetriever
 from heard.memory.dense import Embedder, default_embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
@@ -87,17 +86,6 @@ def one_turn(events: list[TranscriptEvent]) -> list[TranscriptEvent]:
         if e.kind == "final":
             break
     return out
-
-
-async def replay(conv: Conversation, events: list[TranscriptEvent], speed: float) -> None:
-    started = time.monotonic()
-    for event in events:
-        if speed > 0:
-            delay = event.t_ms / 1000 / speed - (time.monotonic() - started)
-            if delay > 0:
-                await asyncio.sleep(delay)
-        await conv.feed(event)
-    await conv.join()
 
 
 def run(

@@ -332,3 +332,18 @@ def test_pages_crud_recall_and_isolation(server) -> None:  # type: ignore[no-unt
     assert client.get("/v1/memory/pages/rhea", headers=alice).json()["body"] == "Loves ramen."
     assert client.delete("/v1/memory/pages/rhea", headers=alice).status_code == 204
     assert client.get("/v1/memory/pages/rhea", headers=alice).status_code == 404
+
+
+def test_live_context_comes_only_from_the_users_own_memory(server) -> None:  # type: ignore[no-untyped-def]
+    client, alice, bob = server
+    secret = {"id": "s1", "speaker": "Maya", "text": "The Lisbon office opens in April."}
+    client.post("/v1/memory/evidence", json={"utterances": [secret]}, headers=alice)
+    contexts = {}
+    for name, headers in (("alice", alice), ("bob", bob)):
+        token = headers["Authorization"].split()[1]
+        with client.websocket_connect(f"/v1/live?token={token}") as ws:
+            ws.send_text(events((0, "final", "When does the Lisbon office open?"))[0])
+            while (message := ws.receive_json())["type"] != "context":
+                pass
+            contexts[name] = [e["id"] for e in message["evidence"]]
+    assert contexts == {"alice": ["s1"], "bob": []}

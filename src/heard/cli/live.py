@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -13,13 +12,13 @@ import typer
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import DbOption, open_store
 from heard.cli.memory import DenseOption, MemoryDirOption, _embedder, _workspace
-from heard.live.conversation import Conversation, PreparedContext
+from heard.live.conversation import Conversation, PreparedContext, replay
 from heard.live.retriever import MemoryRetriever
 from heard.llm.provider import provider_from_env
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall
 from heard.memory.store import load_index
-from heard.transcript.events import TranscriptEvent, read_events
+from heard.transcript.events import read_events
 
 
 def _render(context: PreparedContext) -> str:
@@ -45,17 +44,6 @@ def _render(context: PreparedContext) -> str:
     if not context.pages and not context.evidence:
         lines.append("   (nothing recalled)")
     return "\n".join(lines)
-
-
-async def _replay(events: list[TranscriptEvent], conversation: Conversation, speed: float) -> None:
-    started = time.monotonic()
-    for event in events:
-        if speed > 0:
-            delay = event.t_ms / 1000 / speed - (time.monotonic() - started)
-            if delay > 0:
-                await asyncio.sleep(delay)
-        await conversation.feed(event)
-    await conversation.join()
 
 
 @app.command()
@@ -107,7 +95,7 @@ def live(
     conversation = Conversation(
         retriever, conversation_id=events.stem, prefetch=prefetch, on_context=show
     )
-    asyncio.run(_replay(loaded, conversation, speed))
+    asyncio.run(replay(conversation, loaded, speed))
     s = conversation.stats
     if not as_json:
         typer.echo(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -52,6 +52,7 @@ __all__ = [
     "PreparedContext",
     "Retrieved",
     "Retriever",
+    "replay",
     "reusable",
 ]
 
@@ -293,10 +294,11 @@ class Conversation:
             self.stats.turns += 1
         return turn
 
-    def _spawn(self, coro: Coroutine[object, object, None], speaker: str) -> None:
+    def _spawn(self, coro: Coroutine[object, object, None], speaker: str) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks[task] = speaker
         task.add_done_callback(lambda t: self._tasks.pop(t, None))
+        return task
 
     def _paused(self, turn: _Turn, text: str) -> bool:
         """The recognizer gave the same words twice running (nothing new was heard) and they
@@ -339,27 +341,16 @@ class Conversation:
             f"{self.conversation_id}:{turn.id}", event.speaker, event.text, self.conversation_id
         )
         self._remembering = asyncio.ensure_future(self._remember_after(self._remembering, evidence))
-        self._spawn(
+        task = self._spawn(
             self._prepare(turn, event, speculation if reuse else None, arrived, evidence.id),
             event.speaker,
         )
+        turn_name = str(turn.id)
+        # an interrupted preparation still answers whoever waits for this turn's context
+        task.add_done_callback(lambda t: self._settle(turn_name, None) if t.cancelled() else None)
         self._turns.pop(event.speaker, None)
 
     async def _prepare(
-        self,
-        turn: _Turn,
-        event: TranscriptEvent,
-        speculation: asyncio.Task[Retrieved] | None,
-        arrived: float,
-        own_id: str,
-    ) -> None:
-        try:
-            await self._prepare_inner(turn, event, speculation, arrived, own_id)
-        except asyncio.CancelledError:
-            self._settle(str(turn.id), None)
-            raise
-
-    async def _prepare_inner(
         self,
         turn: _Turn,
         event: TranscriptEvent,
@@ -444,6 +435,21 @@ class Conversation:
         if self._on_release is not None:
             for unit in units:
                 self._on_release(event.speaker, unit)
+
+
+async def replay(
+    conversation: Conversation, events: Iterable[TranscriptEvent], speed: float = 1.0
+) -> None:
+    """Feed ``events`` on their own timing (``speed`` times faster; 0: at once), then wait
+    for the work in flight."""
+    started = time.monotonic()
+    for event in events:
+        if speed > 0:
+            delay = event.t_ms / 1000 / speed - (time.monotonic() - started)
+            if delay > 0:
+                await asyncio.sleep(delay)
+        await conversation.feed(event)
+    await conversation.join()
 
 
 def _consume(task: asyncio.Task[Retrieved]) -> None:

@@ -37,6 +37,7 @@ from heard.pipeline.run import run_pipeline
 from heard.server.auth import Principal, authenticate
 from heard.store.database import Database
 from heard.store.meetings import (
+    MeetingSummary,
     TrackSpec,
     create_meeting,
     get_meeting,
@@ -329,15 +330,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             )
             for t in track_states(db, m.id, owner)
         ]
-        return MeetingOut(
-            id=m.id,
-            title=m.title,
-            started_at=m.started_at,
-            status=str(m.status),
-            participants=list(m.participants),
-            phrases=m.phrases,
-            tracks=tracks,
-        )
+        return _meeting_out(m, tracks)
 
     @app.post("/v1/meetings", status_code=201, response_model=MeetingOut, responses=BAD)
     def create(body: MeetingIn, user: User) -> MeetingOut:
@@ -353,17 +346,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.get("/v1/meetings", response_model=list[MeetingOut])
     def meetings(user: User) -> list[MeetingOut]:
-        return [
-            MeetingOut(
-                id=m.id,
-                title=m.title,
-                started_at=m.started_at,
-                status=str(m.status),
-                participants=list(m.participants),
-                phrases=m.phrases,
-            )
-            for m in list_meetings(db, user.owner)
-        ]
+        return [_meeting_out(m) for m in list_meetings(db, user.owner)]
 
     @app.get("/v1/meetings/{meeting_id}", response_model=MeetingOut, responses=NOT_FOUND)
     def meeting(meeting_id: uuid.UUID, user: User) -> MeetingOut:
@@ -565,6 +548,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     mount_live(app, settings, memories)
     return app
+
+
+def _meeting_out(m: MeetingSummary, tracks: list[TrackOut] | None = None) -> MeetingOut:
+    return MeetingOut(
+        id=m.id,
+        title=m.title,
+        started_at=m.started_at,
+        status=str(m.status),
+        participants=list(m.participants),
+        phrases=m.phrases,
+        tracks=tracks or [],
+    )
 
 
 def _track_of(db: Database, meeting_id: uuid.UUID, participant: str, owner: str) -> uuid.UUID:
