@@ -333,3 +333,44 @@ def test_a_track_still_recording_is_retried_with_backoff_until_it_is_done(
     wait_for(all_done(db, [mid]), 60, "the meeting once recording stopped", workers)
     assert stored(db, mid) == expected(db, mid)
     assert "Retry in" in workers.log_tail()
+
+
+@pytest.mark.asr
+def test_heard_serve_with_queue_runs_uploads_on_a_worker(
+    env: dict[str, str], workers: Workers, pg_url: str, tmp_path: Path
+) -> None:
+    """The server takes the uploads, a real worker (real model) transcribes them."""
+    from fastapi.testclient import TestClient
+
+    from heard.server.app import ServerSettings, create_app
+    from heard.server.auth import add_user
+
+    db = Database(pg_url)
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcribe=False, queue=True))
+    _, token = add_user(db, "ana")
+    auth = {"Authorization": f"Bearer {token}"}
+    workers.start()
+    wav = (SHARED_DATA / "audio" / "stereo_diarization.wav").read_bytes()
+    with TestClient(app) as client:
+        mid = client.post(
+            "/v1/meetings",
+            json={"title": "queued", "participants": [{"name": "left"}, {"name": "right"}]},
+            headers=auth,
+        ).json()["id"]
+        for name in ("left", "right"):
+            assert client.put(
+                f"/v1/meetings/{mid}/tracks/{name}", content=wav, headers=auth
+            ).is_success
+        run = client.post(f"/v1/meetings/{mid}/run", headers=auth)
+        assert run.status_code == 202
+        assert run.json()["queued_tasks"] == 2
+
+        def done() -> bool:
+            return client.get(f"/v1/meetings/{mid}", headers=auth).json()["status"] != "pending"
+
+        wait_for(done, 120, "the worker to transcribe the uploads", workers)
+        meeting = client.get(f"/v1/meetings/{mid}", headers=auth).json()
+        assert meeting["status"] == "complete", meeting
+        assert {t["status"] for t in meeting["tracks"]} == {"done"}
+        assert client.get(f"/v1/meetings/{mid}/phrases", headers=auth).json()
+    db.dispose()

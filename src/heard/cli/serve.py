@@ -61,6 +61,12 @@ def serve(
         Path | None,
         typer.Option(help="Where uploaded audio is kept (default: heard's data folder)."),
     ] = None,
+    queue: Annotated[
+        bool,
+        typer.Option(
+            "--queue", help="Run meetings on Celery workers ($HEARD_BROKER_URL), not in-process."
+        ),
+    ] = False,
 ) -> None:
     """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs)."""
     try:
@@ -72,7 +78,12 @@ def serve(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
         ) from e
     database = Database(db)
-    settings = ServerSettings(database, uploads or data_dir() / "uploads")
+    if queue:
+        from heard.pipeline.celery_app import check_broker, configure
+
+        configure()
+        check_broker()
+    settings = ServerSettings(database, uploads or data_dir() / "uploads", queue=queue)
     typer.echo(
         f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)", err=True
     )

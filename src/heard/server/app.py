@@ -71,6 +71,8 @@ class ServerSettings:
     """Run the pipeline with faster-whisper (False: tests that only check the API)."""
     workspaces: Path | None = None
     """Memory pages, one workspace per user (default: beside ``uploads``)."""
+    queue: bool = False
+    """Send meetings to Celery workers ($HEARD_BROKER_URL) instead of transcribing in-process."""
 
     def workspace(self, owner: str) -> Path:
         return (self.workspaces or self.uploads.parent / "workspaces") / owner
@@ -138,6 +140,8 @@ class PhraseOut(BaseModel):
 class RunOut(BaseModel):
     id: uuid.UUID
     started: bool
+    queued_tasks: int = 0
+    """With workers: the tasks sent (one per unfinished track, or the timeline build)."""
 
 
 class UtteranceIn(_Strict):
@@ -396,11 +400,24 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return meeting_out(meeting_id, user.owner)
 
     @app.post(
-        "/v1/meetings/{meeting_id}/run", status_code=202, response_model=RunOut, responses=NOT_FOUND
+        "/v1/meetings/{meeting_id}/run",
+        status_code=202,
+        response_model=RunOut,
+        responses={**NOT_FOUND, 503: {"model": ErrorOut, "description": "No broker."}},
     )
     def run(meeting_id: uuid.UUID, user: User, background: BackgroundTasks) -> RunOut:
-        """Transcribe the uploaded tracks and build the timeline, in the background."""
+        """Transcribe the uploaded tracks and build the timeline: in the background, or on
+        Celery workers when the server runs with --queue."""
         get_meeting(db, meeting_id, user.owner)
+        if settings.queue:
+            from heard.pipeline.celery_app import BrokerError, check_broker, enqueue_meeting
+
+            try:
+                check_broker()
+                sent = enqueue_meeting(db, meeting_id)
+            except BrokerError as e:
+                raise HTTPException(503, str(e)) from e
+            return RunOut(id=meeting_id, started=True, queued_tasks=sent)
         if settings.transcribe:
             from heard.asr.whisper import FasterWhisperTranscriber
 
