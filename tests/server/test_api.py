@@ -347,3 +347,20 @@ def test_live_context_comes_only_from_the_users_own_memory(server) -> None:  # t
                 pass
             contexts[name] = [e["id"] for e in message["evidence"]]
     assert contexts == {"alice": ["s1"], "bob": []}
+
+
+def test_the_pacer_widens_steps_only_after_repeated_slow_ones() -> None:
+    from heard.server.live import Pacer
+
+    pacer = Pacer(chunk_ms=1000, max_ms=4000)
+    assert pacer.observe(0.5, 1.0) is None  # keeping up
+    assert pacer.observe(1.5, 1.0) is None  # one slow step is noise
+    assert pacer.observe(0.9, 1.0) is None  # and the count starts again
+    assert pacer.observe(1.2, 1.0) is None
+    assert pacer.observe(1.2, 1.0) == 2000  # two in a row: decode half as often
+    assert pacer.last_rtf == pytest.approx(1.2)
+    assert pacer.observe(3.0, 2.0) is None
+    assert pacer.observe(3.0, 2.0) == 4000
+    assert pacer.observe(9.0, 4.0) is None
+    assert pacer.observe(9.0, 4.0) is None  # never past the maximum
+    assert pacer.chunk_ms == 4000

@@ -169,10 +169,27 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
                     await websocket.close(code=close[0], reason=close[1])
 
 
+class Pacer:
+    """When to decode less often: after ``patience`` steps in a row that took longer than the
+    audio they covered, double the step (up to ``max_ms``). Returns the new step, or None."""
+
+    def __init__(self, chunk_ms: int = 1000, max_ms: int = 4000, patience: int = 2) -> None:
+        self.chunk_ms, self.max_ms, self.patience = chunk_ms, max_ms, patience
+        self.slow_steps = 0
+        self.last_rtf = 0.0
+
+    def observe(self, spent_s: float, covered_s: float) -> int | None:
+        self.last_rtf = spent_s / max(covered_s, 1e-3)
+        self.slow_steps = self.slow_steps + 1 if self.last_rtf > 1.0 else 0
+        if self.slow_steps < self.patience or self.chunk_ms >= self.max_ms:
+            return None
+        self.slow_steps = 0
+        self.chunk_ms = min(self.max_ms, self.chunk_ms * 2)
+        return self.chunk_ms
+
+
 class _Audio:
     """One connection's microphone: PCM in, recognizer steps in a worker thread, events out."""
-
-    MAX_CHUNK_MS = 4000
 
     def __init__(
         self,
@@ -191,7 +208,7 @@ class _Audio:
         self._wake = asyncio.Event()
         self._ending = False
         self._closing = False
-        self._slow_steps = 0
+        self._pacer = Pacer()
         self._task = asyncio.create_task(self._run())
 
     def add(self, pcm: bytes) -> None:
@@ -239,15 +256,12 @@ class _Audio:
                     return
 
     async def _pace(self, spent_s: float, covered_s: float) -> None:
-        """Two steps slower than the audio they covered: decode less often, and say so."""
         assert self._recognizer is not None
-        rtf = spent_s / max(covered_s, 1e-3)
-        self._slow_steps = self._slow_steps + 1 if rtf > 1.0 else 0
-        if self._slow_steps >= 2 and self._recognizer.chunk_ms < self.MAX_CHUNK_MS:
-            self._recognizer.chunk_ms = min(self.MAX_CHUNK_MS, self._recognizer.chunk_ms * 2)
-            self._slow_steps = 0
+        wider = self._pacer.observe(spent_s, covered_s)
+        if wider is not None:
+            self._recognizer.chunk_ms = wider
             self.outbox.put_nowait(
-                {"type": "degraded", "chunk_ms": self._recognizer.chunk_ms, "rtf": round(rtf, 2)}
+                {"type": "degraded", "chunk_ms": wider, "rtf": round(self._pacer.last_rtf, 2)}
             )
 
     async def _feed(self, found: list[tuple[EventKind, str]]) -> None:
