@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -8,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import websockets
 
 
 def heard(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -29,6 +32,12 @@ def test_users_add_prints_a_token_once_and_refuses_a_duplicate(tmp_path: Path) -
     assert more.returncode == 0
     assert more.stdout.strip() != token
     assert heard("users", "token", "nobody", tmp_path=tmp_path).returncode == 2
+
+
+async def say_hello(url: str) -> None:
+    async with websockets.connect(url) as ws:
+        await ws.send('{"t_ms": 0, "type": "final", "text": "hello"}')
+        assert json.loads(await ws.recv())["type"] == "hypothesis"
 
 
 def test_serve_binds_localhost_and_answers(tmp_path: Path) -> None:
@@ -57,7 +66,10 @@ def test_serve_binds_localhost_and_answers(tmp_path: Path) -> None:
         page = httpx.get(f"http://127.0.0.1:{port}/")
         assert "Start microphone" in page.text
         assert httpx.get(f"http://127.0.0.1:{port}/v1/me").status_code == 401
+        asyncio.run(say_hello(f"ws://127.0.0.1:{port}/v1/live?token={token}&mode=live"))
     finally:
         server.terminate()
         _, err = server.communicate(timeout=20)
     assert f"on http://127.0.0.1:{port}" in err
+    assert "/v1/live?token=[redacted]" in err  # the handshake is logged, the token is not
+    assert token not in err

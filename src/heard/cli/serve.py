@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -87,4 +89,20 @@ def serve(
     typer.echo(
         f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)", err=True
     )
+    for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
+        logging.getLogger(name).addFilter(RedactTokens())
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+class RedactTokens(logging.Filter):
+    """Access logs print request paths; a WebSocket's ?token= must not reach them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _TOKEN.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
+_TOKEN = re.compile(r"(token=)[^&\s\"]+")
