@@ -205,16 +205,14 @@ class Conversation:
                 self._settle(str(step.turn_id), None)
             return step
         turn = self._turn_for(step)
-        if event.kind is EventKind.PARTIAL:
-            if not self.prefetch:
-                pass
-            elif self._paused(turn, event.text):
+        if event.kind is EventKind.FINAL:
+            self._finish(turn, event)
+        elif self.prefetch:
+            if self._paused(turn, event.text):
                 self.stats.pause_speculations += 1
                 self._speculate(turn, event.text)
             elif step.decision in (GateDecision.FIRE, GateDecision.FIRE_SIGNAL):
                 self._speculate(turn, step.hypothesis.stable_prefix)
-        else:
-            self._finish(turn, event)
         return step
 
     def interrupt(self, speaker: str | None = None) -> int:
