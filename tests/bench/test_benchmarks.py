@@ -130,3 +130,23 @@ def test_lexical_engines_agree_with_heard_on_what_ranks_first() -> None:
     heard = engines[0]
     heard.add("w1 brandnewword")
     assert heard.query("brandnewword") == [3000]  # searchable at once
+
+
+@pytest.mark.asr
+@pytest.mark.system
+def test_prefetch_benchmark_reuses_speculation_without_losing_recall() -> None:
+    result = load("prefetch").main(["--per-conversation", "1", "--speed", "0", "--no-dense"])
+    with_prefetch, without = result["lexical"]["prefetch"], result["lexical"]["no prefetch"]
+    assert with_prefetch["turns"] == without["turns"] == 5
+    assert without["speculations_per_turn"] == without["hit_rate"] == 0
+    assert with_prefetch["speculations_per_turn"] > 0
+    # the sweep: a stricter reuse rule never reuses more
+    rates = [row["hit_rate"] for row in result["sweep"].values()]
+    assert rates == sorted(rates, reverse=True)
+
+
+def test_serve_benchmark_answers_every_event() -> None:
+    load_result = load("serve").run_load(2, 2, 0)
+    sent = sum(len(load("serve").script(c, 2)) for c in load("locomo").conversations()[:2])
+    assert load_result["conversations"] == 2
+    assert load_result["events"] == sent  # one hypothesis back for every event sent
