@@ -364,3 +364,19 @@ def test_the_pacer_widens_steps_only_after_repeated_slow_ones() -> None:
     assert pacer.observe(9.0, 4.0) is None
     assert pacer.observe(9.0, 4.0) is None  # never past the maximum
     assert pacer.chunk_ms == 4000
+
+
+def test_live_context_holds_the_users_pages_and_end_needs_no_exact_spacing(server) -> None:  # type: ignore[no-untyped-def]
+    from heard.server.live import _is_end
+
+    client, alice, _ = server
+    page = {"summary": "Rhea Sharma, product lead; vegetarian", "body": "Allergic to peanuts."}
+    client.put("/v1/memory/pages/rhea", json=page, headers=alice)
+    token = alice["Authorization"].split()[1]
+    with client.websocket_connect(f"/v1/live?token={token}") as ws:
+        ws.send_text(events((0, "final", "What does Rhea eat?"))[0])
+        while (message := ws.receive_json())["type"] != "context":
+            pass
+    assert message["pages"][0] == "rhea"
+    assert all(_is_end(m) for m in ['{"type":"end"}', '{ "type" : "end" }', '{"type": "end"}'])
+    assert not any(_is_end(m) for m in ['{"type": "final", "text": "end"}', '"end"', "{end"])

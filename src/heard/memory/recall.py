@@ -18,7 +18,7 @@ Each pass:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -226,9 +226,15 @@ class MemoryRecall:
         return out
 
     def recall(
-        self, query: str, *, sticky: list[str] | tuple[str, ...] = (), capture: bool = False
+        self,
+        query: str,
+        *,
+        sticky: list[str] | tuple[str, ...] = (),
+        capture: bool = False,
+        k: int | None = None,
     ) -> RecallResult:
-        o = self.options
+        """Up to ``k`` pages and ``k`` evidence items (default: ``options.k``)."""
+        o = self.options if k is None else replace(self.options, k=k)
         calls: list[CallRecord] = []
         sink = calls.append if capture else None
         evidence = (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,15 +25,16 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from sqlalchemy import select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from heard.asr.audio import probe_audio
 from heard.errors import ConflictError, HeardError, InputError, NotFoundError
 from heard.memory.evidence import Evidence, EvidenceIndex
-from heard.memory.recall import MemoryRecall, RecallOptions
+from heard.memory.recall import MemoryRecall
 from heard.memory.store import load_index, store_evidence
-from heard.memory.workspace import load_workspace
+from heard.memory.workspace import Page, load_workspace
 from heard.pipeline.run import run_pipeline
 from heard.server.auth import Principal, authenticate
 from heard.store.database import Database
@@ -213,23 +215,41 @@ class InvalidOut(BaseModel):
 @dataclass
 class UserMemory:
     index: EvidenceIndex
+    recall: MemoryRecall
+    """Over the user's pages and ``index``; rebuilt when a page changes."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Memories:
-    """Each user's evidence index, loaded on first use and kept in step with what is stored."""
+    """Each user's memory, loaded on first use and kept in step with what is stored: one
+    evidence index and one recall loop (with its page index) per user, shared by REST
+    recalls and live conversations."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, workspace_of: Callable[[str], Path]) -> None:
         self.db = db
+        self.workspace_of = workspace_of
         self._by_owner: dict[str, UserMemory] = {}
         self._lock = threading.Lock()
+
+    def _recall(self, owner: str, index: EvidenceIndex) -> MemoryRecall:
+        folder = self.workspace_of(owner)
+        workspace = load_workspace(folder) if (folder / "pages").is_dir() else None
+        return MemoryRecall(workspace, index)
 
     def of(self, owner: str) -> UserMemory:
         with self._lock:
             memory = self._by_owner.get(owner)
             if memory is None:
-                memory = self._by_owner[owner] = UserMemory(load_index(self.db, owner=owner))
+                index = load_index(self.db, owner=owner)
+                memory = UserMemory(index, self._recall(owner, index))
+                self._by_owner[owner] = memory
             return memory
+
+    def pages_changed(self, owner: str) -> None:
+        memory = self.of(owner)
+        recall = self._recall(owner, memory.index)
+        with memory.lock:
+            memory.recall = recall
 
     def store(self, owner: str, items: list[tuple[Evidence, str]]) -> int:
         memory = self.of(owner)
@@ -263,7 +283,7 @@ User = Annotated[Principal, Depends(_principal)]
 def create_app(settings: ServerSettings) -> FastAPI:
     db = settings.db
     db.migrate()
-    memories = Memories(db)
+    memories = Memories(db, settings.workspace)
     app = FastAPI(
         title="heard",
         summary="Meetings, live captions and memory for conversation audio.",
@@ -483,11 +503,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
         if not tokenize(body.query):
             return []
         memory = memories.of(user.owner)
-        folder = settings.workspace(user.owner)
-        workspace = load_workspace(folder) if (folder / "pages").is_dir() else None
         with memory.lock:
-            recaller = MemoryRecall(workspace, memory.index, options=RecallOptions(k=body.k))
-            items = recaller.recall(body.query).items(workspace)
+            recaller = memory.recall
+            items = recaller.recall(body.query, k=body.k).items(recaller.workspace)
         return [
             RecalledOut(
                 id=h.id,
@@ -502,34 +520,19 @@ def create_app(settings: ServerSettings) -> FastAPI:
     def pages_dir(user: Principal) -> Path:
         return settings.workspace(user.owner) / "pages"
 
+    def user_pages(user: Principal) -> dict[str, Page]:
+        workspace = memories.of(user.owner).recall.workspace
+        return workspace.pages.by_slug if workspace is not None else {}
+
     def read_page(user: Principal, slug: str) -> PageOut:
-        folder = settings.workspace(user.owner)
-        if not (pages_dir(user) / f"{slug}.md").is_file():
+        page = user_pages(user).get(slug)
+        if page is None:
             raise NotFoundError(f"no page {slug!r}")
-        page = load_workspace(folder).pages.by_slug[slug]
-        return PageOut(
-            slug=slug,
-            summary=page.summary,
-            aliases=list(page.aliases),
-            edges=list(page.edges),
-            body=page.body,
-        )
+        return _page_out(page)
 
     @app.get("/v1/memory/pages", response_model=list[PageOut])
     def pages(user: User) -> list[PageOut]:
-        folder = settings.workspace(user.owner)
-        if not pages_dir(user).is_dir():
-            return []
-        return [
-            PageOut(
-                slug=p.slug,
-                summary=p.summary,
-                aliases=list(p.aliases),
-                edges=list(p.edges),
-                body=p.body,
-            )
-            for p in load_workspace(folder).pages.by_slug.values()
-        ]
+        return [_page_out(p) for p in user_pages(user).values()]
 
     @app.get("/v1/memory/pages/{slug}", response_model=PageOut, responses=NOT_FOUND)
     def page(slug: Annotated[str, FastAPIPath(pattern=SLUG)], user: User) -> PageOut:
@@ -552,6 +555,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         temporary = folder / f".{slug}.md.tmp"
         temporary.write_text(text, encoding="utf-8")
         temporary.replace(folder / f"{slug}.md")
+        memories.pages_changed(user.owner)
         return read_page(user, slug)
 
     @app.delete("/v1/memory/pages/{slug}", status_code=204, responses=NOT_FOUND)
@@ -560,6 +564,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         if not path.is_file():
             raise NotFoundError(f"no page {slug!r}")
         path.unlink()
+        memories.pages_changed(user.owner)
 
     from heard.server.live import mount_live
 
@@ -579,9 +584,17 @@ def _meeting_out(m: MeetingSummary, tracks: list[TrackOut] | None = None) -> Mee
     )
 
 
-def _track_of(db: Database, meeting_id: uuid.UUID, participant: str, owner: str) -> uuid.UUID:
-    from sqlalchemy import select
+def _page_out(page: Page) -> PageOut:
+    return PageOut(
+        slug=page.slug,
+        summary=page.summary,
+        aliases=list(page.aliases),
+        edges=list(page.edges),
+        body=page.body,
+    )
 
+
+def _track_of(db: Database, meeting_id: uuid.UUID, participant: str, owner: str) -> uuid.UUID:
     with db.session() as s:
         mid = resolve_meeting_id(s, meeting_id, owner)
         track_id = s.scalar(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 import uuid
@@ -40,7 +41,6 @@ from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.retriever import MemoryRetriever
 from heard.llm.provider import provider_from_env
-from heard.memory.recall import MemoryRecall
 from heard.release.tracker import RELEASE_MODES, ReleaseUnit
 from heard.release.translation import (
     IdentityTranslator,
@@ -87,7 +87,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         connection = uuid.uuid4().hex[:8]
         memory = await asyncio.to_thread(memories.of, user.owner)
         retriever = MemoryRetriever(
-            MemoryRecall(None, memory.index),
+            memory.recall,  # the user's pages and evidence, as they are when the call starts
             database=db,
             session=f"live-{connection}",
             owner=user.owner,
@@ -271,6 +271,17 @@ class _Audio:
             self.emit(await self.conversation.feed(event), event)
 
 
+def _is_end(raw: str) -> bool:
+    """``{"type": "end"}``, however it is spaced."""
+    if '"end"' not in raw:
+        return False
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("type") == "end"
+
+
 async def _receive(
     websocket: WebSocket,
     conversation: Conversation,
@@ -341,7 +352,7 @@ async def _receive(
                     audio = _Audio(conversation, emit, outbox, speaker)
                 audio.add(data)
                 continue
-            if raw.strip() == '{"type": "end"}' or raw.strip() == '{"type":"end"}':
+            if _is_end(raw):
                 if audio is not None:
                     audio.end()
                 continue
