@@ -79,14 +79,7 @@ class EvidenceIndex:
 
     def add(self, evidence: Evidence) -> None:
         """Add one final: searchable as soon as this returns."""
-        if self.embedder is not None:
-            self.extend([evidence])
-            return
-        if not evidence.id:
-            raise InputError("evidence needs an id")
-        if evidence.id in self._ids:
-            raise InputError(f"evidence {evidence.id!r} is already in memory")
-        self._add(evidence)
+        self.extend((evidence,))
 
     def extend(self, items: Iterable[Evidence]) -> None:
         """Add items (all of them or, on a bad one, none); embeddings are made in one batch."""
