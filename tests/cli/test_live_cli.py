@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli.workdir import heard
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
 
@@ -17,13 +16,6 @@ EVENTS = [
     {"t_ms": 1500, "type": "final", "text": "What does Rhea eat for lunch?", "speaker": "ana"},
     {"t_ms": 3000, "type": "final", "text": "And who eats there with her?", "speaker": "ben"},
 ]
-
-
-def heard(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}"}
-    env.pop("HEARD_LLM_PROVIDER", None)
-    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
-                          env=env, check=False, cwd=tmp_path)  # fmt: skip
 
 
 def write_events(tmp_path: Path) -> Path:

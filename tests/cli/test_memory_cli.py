@@ -1,19 +1,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli.workdir import heard
+
 WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
-
-
-def heard(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}"}
-    env.pop("HEARD_LLM_PROVIDER", None)
-    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
-                          env=env, check=False, cwd=tmp_path)  # fmt: skip
 
 
 def test_check_reports_problems_and_exits_1(tmp_path: Path) -> None:

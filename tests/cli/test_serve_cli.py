@@ -12,11 +12,7 @@ from pathlib import Path
 import httpx
 import websockets
 
-
-def heard(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'h.db'}"}
-    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
-                          env=env, check=False, cwd=tmp_path)  # fmt: skip
+from tests.cli.workdir import heard
 
 
 def test_users_add_prints_a_token_once_and_refuses_a_duplicate(tmp_path: Path) -> None:
@@ -45,7 +41,7 @@ def test_serve_binds_localhost_and_answers(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'h.db'}"}
+    env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}"}
     command = [sys.executable, "-m", "heard", "serve", "--port", str(port),
                "--uploads", str(tmp_path / "up")]  # fmt: skip
     server = subprocess.Popen(
