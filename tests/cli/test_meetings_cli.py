@@ -1,19 +1,22 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from heard.cli import app
-from heard.cli.meetings import parse_track
+from heard.cli.meetings import parse_track, write_output
 from heard.errors import InputError
 from heard.store.database import Database
 from heard.store.meetings import list_meetings
-from tests.conftest import SHARED_DATA
+from tests.conftest import AUDIO
 
 runner = CliRunner()
 SPEC_EXAMPLE = {
@@ -154,7 +157,7 @@ def test_transcribe_rejects_bad_input_and_stores_nothing(
         file.write_bytes(b"")
     elif make == "text":
         file.write_text("this is not audio\n" * 50)
-    jfk = SHARED_DATA / "audio" / "jfk.flac"
+    jfk = AUDIO / "jfk.flac"
     filled = [a.format(missing=tmp_path / "missing.wav", file=file, jfk=jfk) for a in args]
     result = heard("transcribe", *filled, env=env)
     assert result.returncode == 2, result.stderr
@@ -175,3 +178,19 @@ def test_meetings_on_an_empty_database(env: dict[str, str]) -> None:
     assert result.returncode == 0
     assert "no meetings" in result.stdout
     assert json.loads(heard("meetings", "--json", env=env).stdout) == []
+
+
+def test_output_to_a_device_or_pipe_writes_into_it_and_leaves_it_in_place(tmp_path: Path) -> None:
+    # `-o /dev/null` once replaced /dev/null with a regular file (write, then rename over it).
+    # A FIFO stands in for the device so that the bug, seeded again, harms nothing.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(
+        target=lambda: received.append(fifo.read_text(encoding="utf-8")), daemon=True
+    )
+    reader.start()
+    write_output("alice: hello\n", fifo)
+    reader.join(timeout=10)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert received == ["alice: hello\n"]

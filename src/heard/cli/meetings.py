@@ -80,6 +80,11 @@ def write_output(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
+    if output.exists() and not output.is_file():
+        # A device or a pipe (/dev/null, a FIFO): renaming over it would replace it with a file.
+        with output.open("w", encoding="utf-8") as f:
+            f.write(text)
+        return
     directory = output.resolve().parent
     if not directory.is_dir():
         raise InputError(f"{output}: directory {directory} does not exist")
