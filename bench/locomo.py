@@ -35,7 +35,8 @@ from heard.memory.dense import Embedder, default_embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.release.cadence import nearest_rank
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+# CC BY-NC 4.0: kept in tests/data, out of the package (see tests/data/README.md)
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "locomo" / "locomo-dev.json"
 KS = (1, 5, 10, 25)
 
 

@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from locomo import conversations, turns_of  # noqa: E402
 
-JFK = HERE.parents[1] / "shared" / "data" / "audio" / "jfk.flac"
+JFK = HERE.parent / "tests" / "data" / "audio" / "jfk.flac"
 
 
 def cpu_seconds(pid: int) -> float:

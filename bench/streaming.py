@@ -38,7 +38,7 @@ from heard.transcript.events import EventKind, TranscriptEvent
 from peers import LocalAgreement2
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data" / "audio"
+AUDIO = REPO / "tests" / "data" / "audio"
 
 
 @dataclass
@@ -123,7 +123,7 @@ def audio_files(tmp: Path) -> list[tuple[str, Path]]:
         w.setsampwidth(2)
         w.setframerate(16_000)
         w.writeframes((samples * 32767).astype(np.int16).tobytes())
-    return [("jfk", SHARED / "jfk.flac"), ("espeak monologue", path)]
+    return [("jfk", AUDIO / "jfk.flac"), ("espeak monologue", path)]
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, object]]:

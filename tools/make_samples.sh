@@ -3,12 +3,11 @@
 # espeak-ng and sox). The logs are committed; run this only to refresh them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-shared=${HEARD_SHARED_DATA:-$here/../shared/data}
 out=$here/src/heard/samples
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-python "$here/tools/record_partials.py" "$shared/audio/jfk.flac" -o "$out/jfk_partials.jsonl"
+python "$here/tools/record_partials.py" "$here/tests/data/audio/jfk.flac" -o "$out/jfk_partials.jsonl"
 
 # One long run-on sentence with no punctuation, spoken by espeak-ng.
 espeak-ng -s 165 -w "$tmp/runon.wav" "so we drove down to the market early on saturday \

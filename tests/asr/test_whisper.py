@@ -20,12 +20,12 @@ from heard.pipeline import PipelineOutcome, run_pipeline
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
 from heard.timeline.phrases import Segment
-from tests.conftest import SHARED_DATA
+from tests.conftest import AUDIO
 
 pytestmark = pytest.mark.asr
 
-STEREO = SHARED_DATA / "audio" / "stereo_diarization.wav"
-JFK = SHARED_DATA / "audio" / "jfk.flac"
+STEREO = AUDIO / "stereo_diarization.wav"
+JFK = AUDIO / "jfk.flac"
 STEREO_SENTENCES = {
     "left": "He began a confused complaint against the wizard, "
     "who had vanished behind the curtain on the left.",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from heard.transcript.events import EventKind, read_events
-from tests.conftest import SHARED_DATA
+from tests.conftest import AUDIO
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "cadence"
 
@@ -21,7 +21,7 @@ def heard(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.asr
 def test_stream_writes_replayable_events(tmp_path: Path) -> None:
     out = tmp_path / "jfk.jsonl"
-    result = heard("stream", str(SHARED_DATA / "audio" / "jfk.flac"), "--chunk-ms", "2000",
+    result = heard("stream", str(AUDIO / "jfk.flac"), "--chunk-ms", "2000",
                    "--strip-punctuation", "--speaker", "jfk", "-o", str(out))  # fmt: skip
     assert result.returncode == 0, result.stderr
     events = read_events(out)
@@ -36,7 +36,7 @@ def test_stream_writes_replayable_events(tmp_path: Path) -> None:
 
 @pytest.mark.asr
 def test_stream_compute_clock_stamps_later_than_audio_time(tmp_path: Path) -> None:
-    result = heard("stream", str(SHARED_DATA / "audio" / "jfk.flac"), "--clock", "compute")
+    result = heard("stream", str(AUDIO / "jfk.flac"), "--clock", "compute")
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     partials = [e for e in lines if e["type"] == "partial"]
@@ -51,7 +51,7 @@ def test_stream_rejects_bad_input(tmp_path: Path) -> None:
         result = heard("stream", str(path))
         assert result.returncode == 2
         assert problem in result.stderr
-    result = heard("stream", str(SHARED_DATA / "audio" / "jfk.flac"), "--clock", "wall")
+    result = heard("stream", str(AUDIO / "jfk.flac"), "--clock", "wall")
     assert result.returncode == 2
     assert "simulated or compute" in result.stderr
 

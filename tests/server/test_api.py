@@ -18,7 +18,7 @@ from heard.store.database import Database
 from heard.store.meetings import track_states
 from heard.store.models import ApiToken
 from heard.timeline.phrases import Segment
-from tests.conftest import SHARED_DATA
+from tests.conftest import AUDIO
 from tests.fakes import FakeTranscriber
 
 
@@ -67,7 +67,7 @@ def test_meeting_lifecycle_and_isolation(server, db: Database) -> None:  # type:
     meeting = created.json()
     mid = meeting["id"]
     assert [t["status"] for t in meeting["tracks"]] == ["recording", "recording"]
-    wav = (SHARED_DATA / "audio" / "stereo_diarization.wav").read_bytes()
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
     for name in ("left", "right"):
         up = client.put(f"/v1/meetings/{mid}/tracks/{name}", content=wav, headers=alice)
         assert up.status_code == 200, up.text
@@ -278,7 +278,7 @@ def test_live_websocket_transcribes_pcm_audio(server) -> None:  # type: ignore[n
 
     client, alice, _ = server
     token = alice["Authorization"].split()[1]
-    samples = load_audio(SHARED_DATA / "audio" / "jfk.flac")
+    samples = load_audio(AUDIO / "jfk.flac")
     pcm = (samples * 32767).astype("<i2").tobytes()
     with client.websocket_connect(f"/v1/live?token={token}&speaker=jfk&mode=live") as ws:
         for i in range(0, len(pcm), 3200):

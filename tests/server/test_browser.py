@@ -24,7 +24,7 @@ from heard.asr.audio import load_audio
 from heard.server.app import ServerSettings, create_app
 from heard.server.auth import add_user
 from heard.store.database import Database
-from tests.conftest import REPO, SHARED_DATA
+from tests.conftest import AUDIO, REPO
 
 pytestmark = [pytest.mark.asr, pytest.mark.system]
 
@@ -65,7 +65,7 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, str, Database]]:
 
 def speech_wav(tmp_path: Path) -> Path:
     """JFK, then 3 s of silence (the recognizer's turn ends; the file loops after)."""
-    samples = load_audio(SHARED_DATA / "audio" / "jfk.flac")
+    samples = load_audio(AUDIO / "jfk.flac")
     samples = np.concatenate([samples, np.zeros(16_000 * 3, dtype=np.float32)])
     path = tmp_path / "mic.wav"
     with wave.open(str(path), "wb") as w:

@@ -1,6 +1,6 @@
 """Real transcript-event logs bundled with heard (made with tools/record_partials.py).
 
-* ``jfk_partials.jsonl``: faster-whisper tiny.en re-decoding ../shared/data/audio/jfk.flac
+* ``jfk_partials.jsonl``: faster-whisper tiny.en re-decoding tests/data/audio/jfk.flac
   every 500 ms (11 s, one speaker).
 * ``runon_partials.jsonl``: the same over espeak-ng speech of a 60-word run-on sentence
   (16 s, no pauses), where the recognizer keeps changing its mind.
