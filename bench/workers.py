@@ -1,7 +1,8 @@
 """Meetings per minute on Celery workers against the in-process pipeline, same input, same run.
 
-Needs Redis and PostgreSQL on 127.0.0.1 (as the tests do). Each round uses its own
-PostgreSQL schema and Redis queue.
+Needs Redis and PostgreSQL at the test URLs (``HEARD_TEST_DATABASE_URL``,
+``HEARD_TEST_REDIS_URL``); ``python tools/services.py -- python bench/workers.py`` provides
+both, as the test command does. Each round uses its own PostgreSQL schema and Redis queue.
 
 * Throughput: ``--meetings`` copies of the bundled three-person meeting (about 32 s
   of audio each) transcribed with faster-whisper tiny.en: in-process
@@ -10,7 +11,7 @@ PostgreSQL schema and Redis queue.
 * Task overhead per track: 40 meetings x 3 tracks whose transcriber returns at once
   (``tests.worker_fakes``), one worker, against ``run_pipeline`` on the same.
 
-Usage: python bench/workers.py [--meetings 4] [--json]
+Usage: python tools/services.py -- python bench/workers.py [--meetings 4] [--json]
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ from heard.store.meetings import TrackSpec, create_meeting, get_meeting
 from heard.store.models import MeetingStatus
 
 REPO = Path(__file__).resolve().parents[1]
-POSTGRES = os.environ.get(
-    "HEARD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-REDIS = os.environ.get("HEARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tools")]
 from tests.worker_fakes import RoutingTranscriber  # noqa: E402
+
+from services import database_url, redis_url  # noqa: E402
+
+POSTGRES = database_url()
+REDIS = redis_url()
 
 
 @contextmanager

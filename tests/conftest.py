@@ -8,19 +8,12 @@ import pytest
 from heard.samples import sample_path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("HEARD_SHARED_DATA", REPO.parent / "shared" / "data"))
+DATA = REPO / "tests" / "data"  # what the tests read, with sources and licences in its README
+AUDIO = DATA / "audio"
 
 # Loading MiniLM costs seconds per CLI call, so the suite is lexical unless a test (the dense
 # tests in tests/memory/test_dense.py) asks for the model itself.
 os.environ["HEARD_DENSE"] = "0"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not (SHARED_DATA / "audio" / "jfk.flac").is_file():
-        raise pytest.UsageError(
-            f"the shared test data is not at {SHARED_DATA}: clone heard beside shared/, "
-            "or set HEARD_SHARED_DATA to the shared/data folder"
-        )
 
 
 @pytest.fixture
@@ -33,8 +26,13 @@ def runon_log() -> Path:
     return sample_path("runon_partials.jsonl")
 
 
-# --- databases: every store test runs on SQLite and on the PostgreSQL at 127.0.0.1 ----------
+# --- services: PostgreSQL and Redis at the test URLs -------------------------------------------
+# `bash tools/test.sh` runs the suite under tools/services.py, which points the URLs at servers
+# that answer (starting throwaway ones when it must). A test that needs one carries the
+# `services` marker: without the service it is skipped with one reason, and under CI it fails.
 
+import functools  # noqa: E402
+import sys  # noqa: E402
 import uuid  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
@@ -42,23 +40,57 @@ from sqlalchemy import create_engine, text  # noqa: E402
 
 from heard.store.database import Database  # noqa: E402
 
-POSTGRES_URL = os.environ.get(
-    "HEARD_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from tools.services import POSTGRES, REDIS, Service  # noqa: E402
+
+SERVICE_FIXTURES = {"postgres_url": POSTGRES, "redis_url": REDIS}
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
-def postgres_database() -> Iterator[Database]:
-    """A Database in a schema of its own, dropped afterwards."""
+@functools.cache
+def _problem(service: Service, url: str) -> str | None:
+    return service.problem(url)
+
+
+def service_url(service: Service) -> str:
+    """The URL where ``service`` answers; skips the test without it, or fails it under CI."""
+    url = os.environ.get(service.env) or service.default_url
+    reason = _problem(service, url)
+    if reason is not None:
+        message = (
+            f"{service.name} does not answer at {url} ({reason}); "
+            f"`bash tools/test.sh` starts one, or set {service.env} to yours"
+        )
+        if IN_CI:
+            pytest.fail(f"under CI every services test runs: {message}", pytrace=False)
+        pytest.skip(message)
+    return url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    return service_url(POSTGRES)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    return service_url(REDIS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVICE_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
+
+
+def postgres_database(url: str) -> Iterator[Database]:
+    """A Database in a schema of its own on the PostgreSQL at ``url``, dropped afterwards."""
     schema = f"heard_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as e:  # noqa: BLE001
-        pytest.fail(f"PostgreSQL at {POSTGRES_URL} is not reachable ({e}); it must be running")
-    db = Database(
-        POSTGRES_URL, engine_options={"connect_args": {"options": f"-csearch_path={schema}"}}
-    )
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    db = Database(url, engine_options={"connect_args": {"options": f"-csearch_path={schema}"}})
     try:
         yield db
     finally:
@@ -68,7 +100,7 @@ def postgres_database() -> Iterator[Database]:
         admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.services)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     if request.param == "sqlite":
         database = Database(f"sqlite:///{tmp_path / 'heard.db'}")
@@ -76,6 +108,6 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
         yield database
         database.dispose()
     else:
-        for database in postgres_database():
+        for database in postgres_database(request.getfixturevalue("postgres_url")):
             database.migrate()
             yield database

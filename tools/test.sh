@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need, then lint, type-check and the whole suite.
+# The test command: installs what the tests need, then lint, type-check and the whole suite,
+# with PostgreSQL and Redis up (tools/services.py uses the ones at HEARD_TEST_DATABASE_URL and
+# HEARD_TEST_REDIS_URL, or installs and starts throwaway ones, and stops what it started).
 # Usage: bash tools/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,4 +37,4 @@ python -m ruff check .
 echo "== mypy"
 python -m mypy
 echo "== pytest"
-python -m pytest "$@"
+python tools/services.py -- python -m pytest "$@"

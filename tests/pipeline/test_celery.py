@@ -21,7 +21,7 @@ from typing import IO
 import pytest
 import redis
 from sqlalchemy import create_engine, func, select, text, update
-from tests.conftest import POSTGRES_URL, REPO, SHARED_DATA
+from tests.conftest import AUDIO, REPO
 from tests.worker_fakes import fake_segments
 
 from heard.pipeline import celery_app
@@ -37,35 +37,27 @@ from heard.store.meetings import (
 from heard.store.models import AudioTrack, MeetingStatus, Phrase, TrackStatus
 from heard.timeline.phrases import Track, build_phrases
 
-pytestmark = pytest.mark.services
-
-REDIS_URL = os.environ.get("HEARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 STUCK_AFTER_S = 6.0
 VISIBILITY_S = 8.0
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
+def pg_url(postgres_url: str) -> Iterator[str]:
     schema = f"heard_celery_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    yield f"{postgres_url}?options=-csearch_path%3D{schema}"
     with admin.connect() as conn:
         conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     admin.dispose()
 
 
 @pytest.fixture
-def env(pg_url: str) -> Iterator[dict[str, str]]:
-    try:
-        with redis.Redis.from_url(REDIS_URL, socket_timeout=2) as client:
-            client.ping()
-    except redis.RedisError as e:
-        pytest.fail(f"Redis at {REDIS_URL} is not reachable ({e}); it must be running")
+def env(pg_url: str, redis_url: str) -> Iterator[dict[str, str]]:
     queue = f"heard-test-{uuid.uuid4().hex[:10]}"
     values = {
-        "HEARD_BROKER_URL": REDIS_URL,
+        "HEARD_BROKER_URL": redis_url,
         "HEARD_QUEUE": queue,
         "HEARD_DATABASE_URL": pg_url,
         "HEARD_TRANSCRIBER": "tests.worker_fakes:routing",
@@ -76,12 +68,12 @@ def env(pg_url: str) -> Iterator[dict[str, str]]:
     }
     celery_app.configure(
         WorkerSettings(
-            REDIS_URL, queue, STUCK_AFTER_S, VISIBILITY_S, values["HEARD_TRANSCRIBER"], pg_url
+            redis_url, queue, STUCK_AFTER_S, VISIBILITY_S, values["HEARD_TRANSCRIBER"], pg_url
         )
     )
     yield {**os.environ, **values}
     celery_app.configure()
-    with redis.Redis.from_url(REDIS_URL) as client:
+    with redis.Redis.from_url(redis_url) as client:
         for key in client.scan_iter(f"*{queue}*"):
             client.delete(key)
 
@@ -192,7 +184,7 @@ def test_two_workers_complete_every_meeting(
     workers.start()
     workers.start()
     ids = [fake_meeting(db, n) for n in range(5)]
-    jfk = SHARED_DATA / "audio" / "jfk.flac"
+    jfk = AUDIO / "jfk.flac"
     real = create_meeting(
         db,
         title="real",
@@ -259,7 +251,7 @@ def test_redelivered_tasks_and_racing_builds_give_one_clean_result(
     for t in threads:
         t.join()
     time.sleep(2)
-    with redis.Redis.from_url(REDIS_URL) as client:
+    with redis.Redis.from_url(env["HEARD_BROKER_URL"]) as client:
         wait_for(lambda: client.llen(env["HEARD_QUEUE"]) == 0, 60, "the queue to drain", workers)
     for mid in ids:
         assert stored(db, mid) == expected(db, mid)
@@ -270,7 +262,7 @@ def test_redelivered_tasks_and_racing_builds_give_one_clean_result(
 def test_broker_down_at_enqueue_is_a_clear_error_and_stores_nothing(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'down.db'}"
     env = {**os.environ, "HEARD_BROKER_URL": "redis://127.0.0.1:9/0", "HEARD_DATABASE_URL": db_url}
-    jfk = SHARED_DATA / "audio" / "jfk.flac"
+    jfk = AUDIO / "jfk.flac"
     result = subprocess.run(
         [sys.executable, "-m", "heard", "transcribe", f"jfk={jfk}", "--queue"],
         capture_output=True, text=True, env=env, check=False, timeout=60,
@@ -288,7 +280,7 @@ def test_cli_enqueues_and_a_worker_finishes_the_meeting(
     env: dict[str, str], db: Database, workers: Workers
 ) -> None:
     workers.start()
-    jfk = SHARED_DATA / "audio" / "jfk.flac"
+    jfk = AUDIO / "jfk.flac"
 
     def heard(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True,
@@ -350,7 +342,7 @@ def test_heard_serve_with_queue_runs_uploads_on_a_worker(
     _, token = add_user(db, "ana")
     auth = {"Authorization": f"Bearer {token}"}
     workers.start()
-    wav = (SHARED_DATA / "audio" / "stereo_diarization.wav").read_bytes()
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
     with TestClient(app) as client:
         mid = client.post(
             "/v1/meetings",
