@@ -1,57 +1,75 @@
 """heard: conversation audio into stable transcripts, meeting timelines, paced captions
 and memory a voice assistant can recall from.
 
-The public API is ``__all__`` below (guarded by tests/test_public_api.py).
+The public API is ``__all__`` below (guarded by tests/test_public_api.py). Each name is
+imported from its module on first use, so ``import heard`` (and every CLI start) pays only for
+what it touches: no SQLAlchemy, numpy or model until a name that needs one is used
+(tests/test_startup.py).
 """
 
-from heard.asr import FasterWhisperTranscriber, Transcriber, WhisperOptions
-from heard.errors import (
-    AudioError,
-    EventLogError,
-    HeardError,
-    InputError,
-    MissingDependencyError,
-    NotFoundError,
-    TurnStateError,
-    UnknownNameError,
-)
-from heard.llm import Provider, ProviderError, provider_from_env
-from heard.memory.evidence import Evidence, EvidenceIndex
-from heard.memory.recall import MemoryRecall
-from heard.memory.workspace import load_workspace
-from heard.pipeline import PipelineOptions, PipelineOutcome, PipelineResult, run_pipeline
-from heard.release import (
-    IdentityTranslator,
-    LLMTranslator,
-    ReleaseMode,
-    ReleaseTracker,
-    ReleaseUnit,
-    TranslationQueue,
-)
-from heard.store import Database, MeetingStatus, TrackStatus
-from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
-from heard.timeline import PhraseDraft, Segment, Track, build_phrases
-from heard.transcript import (
-    EventKind,
-    GateConfig,
-    GateDecision,
-    GenerationGuard,
-    Hypothesis,
-    SignalExtractor,
-    Signals,
-    SpeculationGate,
-    TranscriptAccumulator,
-    TranscriptEvent,
-    TranscriptSession,
-    TranscriptStep,
-    TurnId,
-    TurnTracker,
-    read_events,
-    run_guarded,
-    tokenize,
-)
+import importlib as _importlib
+import typing as _typing
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "AudioError": "heard.errors",
+    "Database": "heard.store",
+    "EventKind": "heard.transcript",
+    "EventLogError": "heard.errors",
+    "Evidence": "heard.memory.evidence",
+    "EvidenceIndex": "heard.memory.evidence",
+    "FasterWhisperTranscriber": "heard.asr",
+    "GateConfig": "heard.transcript",
+    "GateDecision": "heard.transcript",
+    "GenerationGuard": "heard.transcript",
+    "HeardError": "heard.errors",
+    "Hypothesis": "heard.transcript",
+    "IdentityTranslator": "heard.release",
+    "InputError": "heard.errors",
+    "LLMTranslator": "heard.release",
+    "MeetingStatus": "heard.store",
+    "MemoryRecall": "heard.memory.recall",
+    "MissingDependencyError": "heard.errors",
+    "NotFoundError": "heard.errors",
+    "PhraseDraft": "heard.timeline",
+    "PipelineOptions": "heard.pipeline",
+    "PipelineOutcome": "heard.pipeline",
+    "PipelineResult": "heard.pipeline",
+    "Provider": "heard.llm",
+    "ProviderError": "heard.llm",
+    "ReleaseMode": "heard.release",
+    "ReleaseTracker": "heard.release",
+    "ReleaseUnit": "heard.release",
+    "Segment": "heard.timeline",
+    "SignalExtractor": "heard.transcript",
+    "Signals": "heard.transcript",
+    "SpeculationGate": "heard.transcript",
+    "Track": "heard.timeline",
+    "TrackSpec": "heard.store.meetings",
+    "TrackStatus": "heard.store",
+    "Transcriber": "heard.asr",
+    "TranscriptAccumulator": "heard.transcript",
+    "TranscriptEvent": "heard.transcript",
+    "TranscriptSession": "heard.transcript",
+    "TranscriptStep": "heard.transcript",
+    "TranslationQueue": "heard.release",
+    "TurnId": "heard.transcript",
+    "TurnStateError": "heard.errors",
+    "TurnTracker": "heard.transcript",
+    "UnknownNameError": "heard.errors",
+    "WhisperOptions": "heard.asr",
+    "build_phrases": "heard.timeline",
+    "create_meeting": "heard.store.meetings",
+    "load_workspace": "heard.memory.workspace",
+    "meeting_phrases": "heard.store.meetings",
+    "provider_from_env": "heard.llm",
+    "read_events": "heard.transcript",
+    "run_guarded": "heard.transcript",
+    "run_pipeline": "heard.pipeline",
+    "tokenize": "heard.transcript",
+}
+"""Each public name and the module that defines it."""
 
 __all__ = [
     "AudioError",
@@ -111,3 +129,64 @@ __all__ = [
     "run_pipeline",
     "tokenize",
 ]
+
+if _typing.TYPE_CHECKING:
+    from heard.asr import FasterWhisperTranscriber, Transcriber, WhisperOptions
+    from heard.errors import (
+        AudioError,
+        EventLogError,
+        HeardError,
+        InputError,
+        MissingDependencyError,
+        NotFoundError,
+        TurnStateError,
+        UnknownNameError,
+    )
+    from heard.llm import Provider, ProviderError, provider_from_env
+    from heard.memory.evidence import Evidence, EvidenceIndex
+    from heard.memory.recall import MemoryRecall
+    from heard.memory.workspace import load_workspace
+    from heard.pipeline import PipelineOptions, PipelineOutcome, PipelineResult, run_pipeline
+    from heard.release import (
+        IdentityTranslator,
+        LLMTranslator,
+        ReleaseMode,
+        ReleaseTracker,
+        ReleaseUnit,
+        TranslationQueue,
+    )
+    from heard.store import Database, MeetingStatus, TrackStatus
+    from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
+    from heard.timeline import PhraseDraft, Segment, Track, build_phrases
+    from heard.transcript import (
+        EventKind,
+        GateConfig,
+        GateDecision,
+        GenerationGuard,
+        Hypothesis,
+        SignalExtractor,
+        Signals,
+        SpeculationGate,
+        TranscriptAccumulator,
+        TranscriptEvent,
+        TranscriptSession,
+        TranscriptStep,
+        TurnId,
+        TurnTracker,
+        read_events,
+        run_guarded,
+        tokenize,
+    )
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'heard' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -150,3 +150,11 @@ def test_serve_benchmark_answers_every_event() -> None:
     sent = sum(len(load("serve").script(c, 2)) for c in load("locomo").conversations()[:2])
     assert load_result["conversations"] == 2
     assert load_result["events"] == sent  # one hypothesis back for every event sent
+
+
+def test_startup_benchmark_measures_every_command_beside_python() -> None:
+    rows = load("startup").main(["--repeat", "1"])
+    names = [r["command"] for r in rows]
+    assert names[0] == "python -c pass"
+    assert {"heard --help", "heard replay jfk_partials.jsonl"} <= set(names)
+    assert all(r["cpu_s"] > 0 for r in rows)

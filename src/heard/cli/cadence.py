@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from heard.cli.app import app, reports_errors
-from heard.release.cadence import CadenceRow, cadence_rows
-from heard.transcript.events import read_events
+
+if TYPE_CHECKING:
+    from heard.release.cadence import CadenceRow
 
 
 def render_table(rows: list[CadenceRow]) -> str:
@@ -38,6 +39,9 @@ def cadence(
     Per log and mode: units released, cost against Relaxed, words, p50/p95 latency from a
     word first heard to its release, and Balanced's escalation transitions.
     """
+    from heard.release.cadence import cadence_rows
+    from heard.transcript.events import read_events
+
     rows = [row for path in events for row in cadence_rows(path.stem, read_events(path))]
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=1))

@@ -9,15 +9,6 @@ from typing import Annotated
 import typer
 
 from heard.cli.app import app, reports_errors
-from heard.cli.meetings import document, transcribe_meeting
-from heard.cli.transcript import replay_events
-from heard.memory.evidence import Evidence, EvidenceIndex
-from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
-from heard.store.database import Database
-from heard.store.meetings import TrackSpec
-from heard.timeline.formats import render
-from heard.transcript.events import read_events
-from heard.transcript.session import TranscriptSession
 
 
 @app.command()
@@ -39,6 +30,16 @@ def demo(
     A three-person meeting transcribed with faster-whisper onto one timeline, live partials
     stabilized as they arrive, and a question recalled from the meeting's memory.
     """
+    from heard.cli.meeting_jobs import document, transcribe_meeting
+    from heard.cli.transcript import replay_events
+    from heard.memory.evidence import Evidence, EvidenceIndex
+    from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
+    from heard.store.database import Database
+    from heard.store.meetings import TrackSpec
+    from heard.timeline.formats import render
+    from heard.transcript.events import read_events
+    from heard.transcript.session import TranscriptSession
+
     meeting = sample_meeting()
     typer.echo(typer.style(f"== Meeting: {meeting.title}", bold=True))
     typer.echo("   tracks: " + ", ".join(f"{who} ({path.name} @{offset:g}s)"

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from heard.cli.app import app, reports_errors
-from heard.cli.meetings import DbOption, open_store
+from heard.cli.meetings import DbOption
 from heard.cli.memory import DenseOption, MemoryDirOption, _embedder, _workspace
-from heard.live.conversation import Conversation, PreparedContext, replay
-from heard.live.retriever import MemoryRetriever
-from heard.llm.provider import provider_from_env
-from heard.memory.evidence import EvidenceIndex
-from heard.memory.recall import MemoryRecall
-from heard.memory.store import load_index
-from heard.transcript.events import read_events
+
+if TYPE_CHECKING:
+    from heard.live.conversation import PreparedContext
 
 
 def _render(context: PreparedContext) -> str:
@@ -73,6 +68,17 @@ def live(
     Memory is the evidence in the database (if any) plus the --memory workspace (if any);
     every final of the replay becomes evidence for the turns after it. Partials prefetch.
     """
+    import asyncio
+
+    from heard.cli.meeting_jobs import open_store
+    from heard.live.conversation import Conversation, replay
+    from heard.live.retriever import MemoryRetriever
+    from heard.llm.provider import provider_from_env
+    from heard.memory.evidence import EvidenceIndex
+    from heard.memory.recall import MemoryRecall
+    from heard.memory.store import load_index
+    from heard.transcript.events import read_events
+
     loaded = read_events(events)
     database = open_store(db)
     embedder = _embedder(dense)

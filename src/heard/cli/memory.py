@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from heard.cli.app import app, reports_errors
-from heard.cli.meetings import DbOption, open_store
+from heard.cli.meetings import DbOption
 from heard.errors import InputError
-from heard.llm.provider import provider_from_env
-from heard.memory.dense import Embedder, default_embedder
-from heard.memory.evidence import MAX_QUERY_CHARS
-from heard.memory.recall import MemoryRecall, RecallOptions
-from heard.memory.store import ingest_file, load_index
-from heard.memory.workspace import Workspace, check_workspace, load_workspace
+
+if TYPE_CHECKING:
+    from heard.memory.dense import Embedder
+    from heard.memory.recall import MemoryRecall
+    from heard.memory.workspace import Workspace
 
 memory_app = typer.Typer(
     help="Memory a voice assistant recalls from: evidence, pages, the tree and the gate.",
@@ -32,6 +31,9 @@ def ingest(
     db: DbOption = None,
 ) -> None:
     """Store final utterances as evidence (all of the file, or nothing)."""
+    from heard.cli.meeting_jobs import open_store
+    from heard.memory.store import ingest_file
+
     database = open_store(db)
     database.migrate()
     count = ingest_file(database, utterances)
@@ -47,6 +49,8 @@ MemoryDirOption = Annotated[
 
 
 def _workspace(folder: Path | None) -> Workspace | None:
+    from heard.memory.workspace import load_workspace
+
     if folder is not None:
         return load_workspace(folder)
     default = Path("memory")
@@ -66,6 +70,8 @@ DenseOption = Annotated[
 def _embedder(dense: bool | None) -> Embedder | None:
     if dense is False:
         return None
+    from heard.memory.dense import default_embedder
+
     embedder = default_embedder()
     if embedder is None and dense:
         raise InputError(
@@ -76,6 +82,11 @@ def _embedder(dense: bool | None) -> Embedder | None:
 
 
 def _recaller(db: str | None, memory: Path | None, dense: bool | None) -> MemoryRecall:
+    from heard.cli.meeting_jobs import open_store
+    from heard.llm.provider import provider_from_env
+    from heard.memory.recall import MemoryRecall, RecallOptions
+    from heard.memory.store import load_index
+
     database = open_store(db)
     workspace = _workspace(memory)
     embedder = _embedder(dense)
@@ -109,6 +120,9 @@ def recall(
     Pages go through the retrieval loop (its gate when $HEARD_LLM_PROVIDER is set); evidence
     is ranked by BM25 with neighbouring turns and speakers, plus MiniLM when installed.
     """
+    from heard.memory.evidence import MAX_QUERY_CHARS
+    from heard.memory.recall import RecallOptions
+
     recaller = _recaller(db, memory, dense)
     recaller.options = RecallOptions(k=k)
     result = recaller.recall(query)
@@ -177,6 +191,8 @@ def check(
     ),
 ) -> None:
     """Report dangling references, cycles in the tree and duplicate slugs (exit 1 if any)."""
+    from heard.memory.workspace import check_workspace, load_workspace
+
     ws = load_workspace(folder)
     problems = check_workspace(ws)
     for problem in problems:

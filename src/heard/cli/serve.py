@@ -11,9 +11,7 @@ import typer
 
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import DbOption
-from heard.config import data_dir
 from heard.errors import MissingDependencyError
-from heard.store.database import Database
 
 users_app = typer.Typer(
     help="Users of `heard serve` and their bearer tokens.", no_args_is_help=True
@@ -29,6 +27,7 @@ def users_add(
 ) -> None:
     """Create a user and print their first token (shown this once; only its hash is kept)."""
     from heard.server.auth import add_user
+    from heard.store.database import Database
 
     database = Database(db)
     database.migrate()
@@ -45,6 +44,7 @@ def users_token(
 ) -> None:
     """Print another token for an existing user (shown this once)."""
     from heard.server.auth import add_token
+    from heard.store.database import Database
 
     database = Database(db)
     database.migrate()
@@ -79,6 +79,9 @@ def serve(
         raise MissingDependencyError(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
         ) from e
+    from heard.config import data_dir
+    from heard.store.database import Database
+
     database = Database(db)
     if queue:
         from heard.pipeline.celery_app import check_broker, configure

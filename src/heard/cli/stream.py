@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from heard.asr.audio import load_audio, probe_audio
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import write_output
 
@@ -30,6 +29,7 @@ def stream(
     ] = None,
 ) -> None:
     """Transcribe AUDIO as a live stream would: partials every CHUNK_MS, a final per utterance."""
+    from heard.asr.audio import load_audio, probe_audio
     from heard.asr.streaming import StreamOptions, stream_events
 
     if clock not in ("simulated", "compute"):

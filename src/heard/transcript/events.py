@@ -13,11 +13,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import BinaryIO, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from functools import cache
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from heard.errors import EventLogError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "DEFAULT_SPEAKER",
@@ -52,13 +54,20 @@ class TranscriptEvent:
         )
 
 
-class _EventModel(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+@cache
+def _event_model() -> type[BaseModel]:
+    """The validating model of one event, built on first use: pydantic costs a CLI's start-up."""
+    from pydantic import BaseModel, ConfigDict, Field
 
-    t_ms: int = Field(ge=0)
-    type: Literal["partial", "final"]
-    text: str
-    speaker: str = Field(default=DEFAULT_SPEAKER, min_length=1)
+    class EventModel(BaseModel):
+        model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+        t_ms: int = Field(ge=0)
+        type: Literal["partial", "final"]
+        text: str
+        speaker: str = Field(default=DEFAULT_SPEAKER, min_length=1)
+
+    return EventModel
 
 
 def _describe(error: ValidationError) -> str:
@@ -86,8 +95,10 @@ def parse_event(raw: str, path: Path | str = "<events>", line: int = 1) -> Trans
         raise EventLogError(
             path, line, f"unknown event type {obj['type']!r}; expected 'partial' or 'final'"
         )
+    from pydantic import ValidationError
+
     try:
-        model = _EventModel.model_validate(obj)
+        model: Any = _event_model().model_validate(obj)
     except ValidationError as e:
         raise EventLogError(path, line, _describe(e)) from None
     return TranscriptEvent(model.t_ms, EventKind(model.type), model.text, model.speaker)
