@@ -36,13 +36,12 @@ def commands() -> dict[str, list[str]]:
 
 def cpu_seconds(argv: list[str]) -> float:
     """User + system CPU seconds of one run of ``argv``."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         assert proc.stderr is not None
-        raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.read().decode()[-2000:]}")
-    assert proc.stderr is not None
-    proc.stderr.close()
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.read().decode()[-2000:]}")
     return usage.ru_utime + usage.ru_stime
 
 
