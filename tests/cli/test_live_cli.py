@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.workdir import heard
+from tests.cli.run import heard
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
 
@@ -27,7 +27,7 @@ def write_events(tmp_path: Path) -> Path:
 def test_live_replays_and_reports_each_turn(tmp_path: Path) -> None:
     events = write_events(tmp_path)
     result = heard("live", str(events), "--memory", str(WORKSPACE), "--speed", "0",
-                   tmp_path=tmp_path)  # fmt: skip
+                   cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "ana#1: What does Rhea eat for lunch?" in result.stdout
     assert "(prefetched;" in result.stdout
@@ -40,14 +40,14 @@ def test_live_replays_and_reports_each_turn(tmp_path: Path) -> None:
 def test_live_json_without_prefetch_and_remembering(tmp_path: Path) -> None:
     events = write_events(tmp_path)
     result = heard("live", str(events), "--memory", str(WORKSPACE), "--speed", "0", "--json",
-                   "--no-prefetch", "--remember", tmp_path=tmp_path)  # fmt: skip
+                   "--no-prefetch", "--remember", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     turns = [json.loads(line) for line in result.stdout.splitlines()]
     assert [t["turn"] for t in turns] == ["ana#1", "ben#1"]
     assert {t["source"] for t in turns} == {"final"}
     assert all(t["retrievals"] == 1 and t["wasted"] == 0 for t in turns)
     # --remember stored both finals; partials were never stored
-    recalled = heard("memory", "recall", "lunch", "--json", tmp_path=tmp_path)
+    recalled = heard("memory", "recall", "lunch", "--json", cwd=tmp_path)
     assert recalled.returncode == 0, recalled.stderr
     items = json.loads(recalled.stdout)
     assert [i["id"] for i in items] == ["talk:ana#1", "talk:ben#1"]  # ben's by neighbourhood
@@ -55,10 +55,10 @@ def test_live_json_without_prefetch_and_remembering(tmp_path: Path) -> None:
 
 
 def test_live_bad_input(tmp_path: Path) -> None:
-    missing = heard("live", str(tmp_path / "nope.jsonl"), "--speed", "0", tmp_path=tmp_path)
+    missing = heard("live", str(tmp_path / "nope.jsonl"), "--speed", "0", cwd=tmp_path)
     assert missing.returncode == 2
     assert "nope.jsonl" in missing.stderr
     (tmp_path / "bad.jsonl").write_text('{"t_ms": 0, "type": "partial", "text": "hi"}\n{oops\n')
-    bad = heard("live", str(tmp_path / "bad.jsonl"), "--speed", "0", tmp_path=tmp_path)
+    bad = heard("live", str(tmp_path / "bad.jsonl"), "--speed", "0", cwd=tmp_path)
     assert bad.returncode == 2
     assert "bad.jsonl:2" in bad.stderr

@@ -3,8 +3,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -12,10 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from heard.cli import app
-from heard.cli.meetings import parse_track, write_output
+from heard.cli.app import write_output
+from heard.cli.meetings import parse_track
 from heard.errors import InputError
 from heard.store.database import Database
 from heard.store.meetings import list_meetings
+from tests.cli.run import heard
 from tests.conftest import AUDIO
 
 runner = CliRunner()
@@ -26,13 +26,6 @@ SPEC_EXAMPLE = {
         "B": {"offset_s": 5.0, "segments": [{"start": 5, "end": 15, "text": "I'm here"}]},
     }
 }  # fmt: skip
-
-
-def heard(
-    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
-                          input=stdin, check=False, env=env)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -12,22 +12,22 @@ from pathlib import Path
 import httpx
 import websockets
 
-from tests.cli.workdir import heard
+from tests.cli.run import heard
 
 
 def test_users_add_prints_a_token_once_and_refuses_a_duplicate(tmp_path: Path) -> None:
-    added = heard("users", "add", "ana", tmp_path=tmp_path)
+    added = heard("users", "add", "ana", cwd=tmp_path)
     assert added.returncode == 0, added.stderr
     token = added.stdout.strip()
     assert token.startswith("heard_")
     assert "user ana" in added.stderr
-    again = heard("users", "add", "ana", tmp_path=tmp_path)
+    again = heard("users", "add", "ana", cwd=tmp_path)
     assert again.returncode == 2
     assert "already exists" in again.stderr
-    more = heard("users", "token", "ana", tmp_path=tmp_path)
+    more = heard("users", "token", "ana", cwd=tmp_path)
     assert more.returncode == 0
     assert more.stdout.strip() != token
-    assert heard("users", "token", "nobody", tmp_path=tmp_path).returncode == 2
+    assert heard("users", "token", "nobody", cwd=tmp_path).returncode == 2
 
 
 async def say_hello(url: str) -> None:
@@ -37,7 +37,7 @@ async def say_hello(url: str) -> None:
 
 
 def test_serve_binds_localhost_and_answers(tmp_path: Path) -> None:
-    token = heard("users", "add", "ana", tmp_path=tmp_path).stdout.strip()
+    token = heard("users", "add", "ana", cwd=tmp_path).stdout.strip()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

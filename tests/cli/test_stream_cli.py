@@ -1,21 +1,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from heard.transcript.events import EventKind, read_events
+from tests.cli.run import heard
 from tests.conftest import AUDIO
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "cadence"
-
-
-def heard(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
-                          check=False, timeout=300)  # fmt: skip
 
 
 @pytest.mark.asr

@@ -1,23 +1,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from heard.cli import app
+from tests.cli.run import heard, heard_process
 
 runner = CliRunner()
-
-
-def heard(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the real entry point in a subprocess: exit codes and stderr as a user sees them."""
-    return subprocess.run(
-        [sys.executable, "-m", "heard", *args], capture_output=True, text=True, check=False
-    )
 
 
 @pytest.mark.parametrize("command", [[], ["replay"], ["demo"]])
@@ -133,3 +125,15 @@ def test_unknown_word_match_is_a_clean_error(jfk_log: Path) -> None:
     assert result.returncode == 2
     assert "choose one of: exact, normalized" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_real_entry_point_runs_and_reports_bad_input_in_one_line(
+    tmp_path: Path, jfk_log: Path
+) -> None:
+    ok = heard_process("replay", str(jfk_log))
+    assert ok.returncode == 0, ok.stderr
+    assert "fire_final" in ok.stdout
+    missing = tmp_path / "missing.jsonl"
+    bad = heard_process("replay", str(missing))
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == f"heard: error: {missing}: no such file\n"

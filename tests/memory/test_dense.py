@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +11,7 @@ from heard.memory.dense import DenseIndex, MiniLMEmbedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.recall import MemoryRecall
 from heard.memory.workspace import load_workspace
+from tests.cli.run import Ran, heard
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
 
@@ -80,17 +78,13 @@ def test_dense_index_grows_and_checks_dimensions() -> None:
 
 
 def test_cli_dense_and_lexical_flags(tmp_path: Path) -> None:
-    env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}"}
-    env.pop("HEARD_LLM_PROVIDER", None)
     lines = "\n".join(
         f'{{"id": "{i}", "speaker": "{s}", "text": "{t}", "session": "c"}}' for i, s, t in TURNS
     )
     (tmp_path / "u.jsonl").write_text(lines + "\n")
 
-    def run(*args: str, dense: str) -> subprocess.CompletedProcess[str]:
-        run_env = {**env, "HEARD_DENSE": dense}
-        return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True,
-                              text=True, env=run_env, check=False)  # fmt: skip
+    def run(*args: str, dense: str) -> Ran:
+        return heard(*args, cwd=tmp_path, env={"HEARD_DENSE": dense})
 
     assert run("memory", "ingest", str(tmp_path / "u.jsonl"), dense="0").returncode == 0
     found = run("memory", "recall", "new dog", "-k", "1", "--dense", dense="1")

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +8,8 @@ import pytest
 from heard.errors import InputError
 from heard.memory.store import ingest_file, load_index
 from heard.store.database import Database
+from tests.cli.run import Ran
+from tests.cli.run import heard as run_heard
 
 UTTERANCES: list[dict[str, object]] = [
     {
@@ -78,12 +78,8 @@ def test_ids_already_stored_are_refused_whole(db: Database, tmp_path: Path) -> N
     assert len(load_index(db)) == 1
 
 
-def heard(*args: str, db_url: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    env = {**os.environ, "HEARD_DATABASE_URL": db_url}
-    return subprocess.run([sys.executable, "-m", "heard", *args], capture_output=True, text=True,
-                          env=env, check=False)  # fmt: skip
+def heard(*args: str, db_url: str) -> Ran:
+    return run_heard(*args, env={"HEARD_DATABASE_URL": db_url})
 
 
 def test_memory_cli(tmp_path: Path) -> None:

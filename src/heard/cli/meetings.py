@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from heard.cli.app import app, reports_errors
+from heard.cli.app import OutputOption, app, check_output, reports_errors, write_output
 from heard.errors import InputError
 from heard.timeline.formats import FORMATS
 from heard.timeline.phrases import INTERJECTION_THRESHOLD_S
@@ -30,9 +28,6 @@ DbOption = Annotated[
 ]
 FormatOption = Annotated[
     str, typer.Option("--format", "-f", help=f"Transcript format: {', '.join(FORMATS)}.")
-]
-OutputOption = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")
 ]
 
 
@@ -62,29 +57,6 @@ def parse_track(arg: str) -> TrackSpec:
     from heard.store.meetings import TrackSpec
 
     return TrackSpec(name.strip(), str(Path(rest).expanduser().resolve()), offset_s, channel)
-
-
-def write_output(text: str, output: Path | None) -> None:
-    """Write atomically to ``output`` (temp file + rename), or to standard output."""
-    if output is None:
-        sys.stdout.write(text)
-        return
-    if output.exists() and not output.is_file():
-        # A device or a pipe (/dev/null, a FIFO): renaming over it would replace it with a file.
-        with output.open("w", encoding="utf-8") as f:
-            f.write(text)
-        return
-    directory = output.resolve().parent
-    if not directory.is_dir():
-        raise InputError(f"{output}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{output.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, output)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @app.command()
@@ -120,7 +92,8 @@ def transcribe(
     from heard.store.database import Database
     from heard.timeline.formats import render
 
-    FORMATS[fmt]  # reject an unknown format before any work
+    FORMATS[fmt]  # reject an unknown format or output before any work
+    check_output(output)
     specs = [parse_track(arg) for arg in tracks]
     database = Database(db)
     started = datetime.now(UTC)
@@ -166,6 +139,7 @@ def export(
     from heard.timeline.formats import render
 
     FORMATS[fmt]
+    check_output(output)
     write_output(render(document(open_store(db, meeting_id), meeting_id), fmt), output)
 
 

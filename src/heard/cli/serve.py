@@ -89,12 +89,13 @@ def serve(
         configure()
         check_broker()
     settings = ServerSettings(database, uploads or data_dir() / "uploads", queue=queue)
+    served = create_app(settings)  # opens and migrates the database: fails here, not later
     typer.echo(
         f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)", err=True
     )
     for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
         logging.getLogger(name).addFilter(RedactTokens())
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(served, host=host, port=port, log_level="info")
 
 
 class RedactTokens(logging.Filter):

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from heard.cli.app import app, reports_errors
-from heard.cli.meetings import write_output
+from heard.cli.app import app, check_output, reports_errors, write_output
 
 
 @app.command()
@@ -34,6 +33,7 @@ def stream(
 
     if clock not in ("simulated", "compute"):
         raise typer.BadParameter("choose simulated or compute", param_hint="--clock")
+    check_output(output)
     probe_audio(audio)
     options = StreamOptions(chunk_ms=chunk_ms, strip_punctuation=strip_punctuation, clock=clock)  # type: ignore[arg-type]
     lines = [

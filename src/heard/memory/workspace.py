@@ -91,7 +91,12 @@ class Workspace:
 
 
 def _split_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (bad byte at {e.start})") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
     if not text.startswith("---"):
         return {}, text
     lines = text.splitlines()

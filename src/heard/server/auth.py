@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 import uuid
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ def add_user(db: Database, name: str) -> tuple[Principal, str]:
     name = name.strip()
     if not name or len(name) > 200:
         raise InputError("a user name must be 1-200 characters")
+    if any(unicodedata.category(c).startswith("C") for c in name):
+        raise InputError(f"a user name cannot hold control or invisible characters: {name!r}")
     token = _new_token()
     with db.session() as s:
         if s.scalar(select(User.id).where(User.name == name)) is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from heard.config import database_url
@@ -20,7 +20,12 @@ __all__ = ["Database", "StoreError"]
 
 
 class StoreError(HeardError):
-    """The database cannot be reached or is not heard's."""
+    """The database cannot be reached, opened or written, or is not heard's."""
+
+
+def _first_line(error: DatabaseError) -> str:
+    text = str(error.orig if error.orig is not None else error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -40,7 +45,14 @@ class Database:
         except ArgumentError as e:
             raise InputError(f"database URL {self.url!r} is not a SQLAlchemy URL ({e})") from None
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(parsed.database).expanduser().parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(
+                    f"cannot open the SQLite database {parsed.database}: "
+                    f"its folder {folder} cannot be created ({e.strerror})"
+                ) from None
         options = {"pool_pre_ping": True, **(engine_options or {})}
         self.engine: Engine = create_engine(self.url, **options)
         if self.engine.dialect.name == "sqlite":
@@ -54,24 +66,40 @@ class Database:
 
         config = Config()
         config.set_main_option("script_location", str(files("heard.store") / "migrations"))
+        with self.reachable(), self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    @contextmanager
+    def reachable(self) -> Iterator[None]:
+        """Turn a database that cannot be reached, opened or read into one ``StoreError`` line."""
         try:
-            with self.engine.begin() as connection:
-                config.attributes["connection"] = connection
-                command.upgrade(config, "head")
+            yield
         except OperationalError as e:
-            raise StoreError(f"cannot reach the database at {self.safe_url}: {e.orig}") from None
+            raise StoreError(
+                f"cannot reach the database at {self.safe_url}: {_first_line(e)}"
+            ) from None
+        except DatabaseError as e:
+            if e.orig is None or "not a database" not in str(e.orig):
+                raise
+            raise StoreError(f"{self.safe_url} is not a database: {_first_line(e)}") from None
 
     @property
     def safe_url(self) -> str:
         return make_url(self.url).render_as_string(hide_password=True)
 
     def has_schema(self) -> bool:
-        return inspect(self.engine).has_table("meetings")
+        with self.reachable():
+            return inspect(self.engine).has_table("meetings")
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A session in one transaction: committed on success, rolled back on any error."""
-        with self._sessions() as session, session.begin():
+        """A session in one transaction: committed on success, rolled back on any error.
+
+        A database that cannot be reached (or a SQLite file that cannot be written) raises
+        ``StoreError``; constraint violations keep their SQLAlchemy type for the caller.
+        """
+        with self.reachable(), self._sessions() as session, session.begin():
             yield session
 
     def dispose(self) -> None:

@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from heard.errors import EventLogError
