@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -12,7 +14,8 @@ from tests.fakes import FakeTranscriber
 
 from heard.errors import AudioError, NotFoundError
 from heard.pipeline import PipelineOptions, PipelineOutcome, run_pipeline
-from heard.pipeline.steps import claim_track
+from heard.pipeline.holder import this_holder
+from heard.pipeline.steps import claim_track, recover_stuck
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases, track_states
 from heard.store.models import AudioTrack, Phrase, TrackStatus
@@ -148,6 +151,32 @@ def test_a_crash_mid_transcription_recovers_after_the_stuck_timeout(db: Database
     assert stored(db, mid) == expected_phrases()
     bob = next(t for t in track_states(db, mid) if t.participant == "bob")
     assert bob.attempts == 2
+
+
+def test_a_claim_whose_process_is_gone_is_recovered_at_once(db: Database) -> None:
+    mid = new_meeting(db)
+    clock = Clock()
+    options = PipelineOptions(stuck_after_s=600)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = this_holder().split(":")[0]
+    with db.session() as s:
+        bob = s.scalars(select(AudioTrack).where(AudioTrack.location == "bob.wav")).one()
+        bob_id = bob.id
+    assert claim_track(db, bob_id, clock(), holder=f"{host}:{dead.pid}:-") is not None
+    assert recover_stuck(db, mid, clock(), options) == 1  # no waiting for the timeout
+    bob_state = next(t for t in track_states(db, mid) if t.participant == "bob")
+    assert bob_state.status is TrackStatus.PENDING
+    assert bob_state.claimed_by is None
+    assert f"its process {host}:{dead.pid}:- is gone" in (bob_state.last_error or "")
+    # a claim held by a live process of this host is left alone until the timeout
+    assert claim_track(db, bob_id, clock()) is not None
+    assert recover_stuck(db, mid, clock(), options) == 0
+    later = FakeTranscriber(SEGMENTS)
+    clock.now += timedelta(seconds=601)
+    result = run_pipeline(mid, db=db, transcriber=later, clock=clock, options=options)
+    assert result.outcome is PipelineOutcome.COMPLETE
+    assert stored(db, mid) == expected_phrases()
 
 
 @pytest.mark.parametrize("where", ["before_delete", "after_delete", "after_insert"])

@@ -14,16 +14,19 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from heard.asr.audio import probe_audio
 from heard.errors import InputError, NotFoundError
 from heard.pipeline import PipelineOutcome, TrackProgress, run_pipeline
+from heard.pipeline.holder import holder_is_gone
 from heard.pipeline.steps import ClaimedTrack
 from heard.store.database import Database
 from heard.store.meetings import (
+    MeetingSummary,
     TrackSpec,
+    TrackState,
     create_meeting,
     get_meeting,
     meeting_phrases,
     track_states,
 )
-from heard.store.models import TrackStatus
+from heard.store.models import MeetingStatus, TrackStatus
 from heard.timeline.formats import TimedPhrase, TranscriptDoc
 
 
@@ -37,8 +40,33 @@ def open_store(url: str | None, meeting_id: str | None = None) -> Database:
     return db
 
 
-def document(db: Database, meeting_id: str) -> TranscriptDoc:
+def track_label(track: TrackState) -> str:
+    """A track's state as ``heard status`` shows it: ``interrupted`` when its process is gone."""
+    if track.status is TrackStatus.TRANSCRIBING and holder_is_gone(track.claimed_by):
+        return "interrupted"
+    return str(track.status)
+
+
+def require_finished(db: Database, meeting: MeetingSummary) -> None:
+    """Refuse to write the transcript of a meeting whose phrases are not built, naming why."""
+    if meeting.status is not MeetingStatus.PENDING:
+        return
+    tracks = track_states(db, meeting.id)
+    states = ", ".join(f"{t.participant} {track_label(t)}" for t in tracks)
+    short = str(meeting.id)[:8]
+    hint = (
+        f"; `heard transcribe --resume {short}` finishes it"
+        if any(track_label(t) in ("interrupted", "pending") for t in tracks)
+        else ""
+    )
+    raise InputError(f"meeting {short} is not finished ({states}){hint}")
+
+
+def document(db: Database, meeting_id: str, *, finished: bool = True) -> TranscriptDoc:
+    """The stored transcript; with ``finished``, refused while the phrases are not built."""
     meeting = get_meeting(db, meeting_id)
+    if finished:
+        require_finished(db, meeting)
     phrases = [
         TimedPhrase(p.participant, p.start_s, p.end_s, p.text, p.start_at, p.end_at)
         for p in meeting_phrases(db, meeting.id)
@@ -67,6 +95,55 @@ class _Bars(TrackProgress):
         self.progress.update(task, completed=total, total=total, status=mark)
 
 
+def store_meeting(
+    tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime | None = None
+) -> str:
+    """Check every file, then store the meeting with its tracks pending; the meeting id."""
+    for spec in tracks:
+        info = probe_audio(spec.location)
+        if spec.channel is not None and info.channels < 2:
+            raise InputError(f"{spec.location}: has {info.channels} channel, cannot take #right")
+    db.migrate()
+    return str(create_meeting(db, title=title, tracks=tracks, started_at=started_at))
+
+
+def transcribe_stored(db: Database, meeting_id: str, *, quiet: bool = False) -> str:
+    """Run the pipeline on a stored meeting with a progress bar per track; the meeting id.
+
+    The same call finishes a meeting whose run was interrupted: tracks left behind by a dead
+    process are taken up again, finished ones are kept, and the phrases are rebuilt once.
+    """
+    from heard.asr.whisper import FasterWhisperTranscriber
+
+    meeting = get_meeting(db, meeting_id)
+    transcriber = FasterWhisperTranscriber()
+    console = Console(stderr=True, quiet=quiet)
+    console.print(f"meeting [bold]{meeting.id}[/] in {db.safe_url}")
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:>6.1f}/{task.total:.1f} s audio"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        result = run_pipeline(meeting.id, db=db, transcriber=transcriber, progress=_Bars(progress))
+    short = str(meeting.id)[:8]
+    if result.outcome is PipelineOutcome.RETRY_LATER:
+        raise InputError(
+            f"meeting {short} waits on {', '.join(result.waiting_on)} (still recording, or being"
+            f" transcribed by another process); `heard status {short}` shows which"
+        )
+    if result.failed:
+        reasons = {t.participant: t.last_error for t in track_states(db, meeting.id)}
+        lines = "; ".join(f"{name}: {reasons.get(name)}" for name in result.failed)
+        raise InputError(
+            f"meeting {meeting.id} is stored without its failed tracks ({lines});"
+            f" `heard export {short}` writes what was transcribed"
+        )
+    return str(meeting.id)
+
+
 def transcribe_meeting(
     tracks: list[TrackSpec],
     *,
@@ -76,36 +153,8 @@ def transcribe_meeting(
     quiet: bool = False,
 ) -> str:
     """Check the files, store the meeting, run the pipeline with progress bars; the meeting id."""
-    for spec in tracks:
-        info = probe_audio(spec.location)
-        if spec.channel is not None and info.channels < 2:
-            raise InputError(f"{spec.location}: has {info.channels} channel, cannot take #right")
-    db.migrate()
-    meeting_id = create_meeting(db, title=title, tracks=tracks, started_at=started_at)
-    from heard.asr.whisper import FasterWhisperTranscriber
-
-    transcriber = FasterWhisperTranscriber()
-    console = Console(stderr=True, quiet=quiet)
-    console.print(f"meeting [bold]{meeting_id}[/] in {db.safe_url}")
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:>6.1f}/{task.total:.1f} s audio"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
-    )
-    with Progress(*columns, console=console, transient=False) as progress:
-        result = run_pipeline(meeting_id, db=db, transcriber=transcriber, progress=_Bars(progress))
-    if result.outcome is PipelineOutcome.RETRY_LATER:
-        console.print(f"waiting on {', '.join(result.waiting_on)}; run again later")
-    if result.failed:
-        reasons = {t.participant: t.last_error for t in track_states(db, meeting_id)}
-        lines = "; ".join(f"{name}: {reasons.get(name)}" for name in result.failed)
-        raise InputError(
-            f"meeting {meeting_id} is stored without its failed tracks ({lines});"
-            f" `heard export {str(meeting_id)[:8]}` writes what was transcribed"
-        )
-    return str(meeting_id)
+    meeting_id = store_meeting(tracks, title=title, db=db, started_at=started_at)
+    return transcribe_stored(db, meeting_id, quiet=quiet)
 
 
 def enqueue(tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime) -> str:

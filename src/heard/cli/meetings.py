@@ -63,14 +63,14 @@ def parse_track(arg: str) -> TrackSpec:
 @reports_errors
 def transcribe(
     tracks: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
             help="NAME=FILE[#left|#right][@OFFSET]: one per participant; OFFSET is when their "
             "track starts in the meeting (seconds or M:SS); #left/#right takes one channel "
             "of a stereo file.",
             show_default=False,
         ),
-    ],
+    ] = None,
     title: Annotated[str, typer.Option(help="Meeting title.")] = "",
     db: DbOption = None,
     fmt: FormatOption = "txt",
@@ -83,17 +83,41 @@ def transcribe(
             "prints the meeting id.",
         ),
     ] = False,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="MEETING_ID",
+            help="Finish a stored meeting whose run was interrupted (killed, crashed, Ctrl-C): "
+            "what was transcribed is kept, no second meeting is made.",
+        ),
+    ] = None,
 ) -> None:
     """Transcribe one track per participant and store the meeting; print its transcript.
 
     Example: heard transcribe alice=alice.wav bob=bob.wav@30 -f srt -o meeting.srt
     """
-    from heard.cli.meeting_jobs import document, enqueue, transcribe_meeting
+    from heard.cli.meeting_jobs import (
+        document,
+        enqueue,
+        open_store,
+        transcribe_meeting,
+        transcribe_stored,
+    )
     from heard.store.database import Database
     from heard.timeline.formats import render
 
     FORMATS[fmt]  # reject an unknown format or output before any work
     check_output(output)
+    if resume is not None:
+        if tracks or queue:
+            raise InputError("--resume takes a stored meeting: give no tracks and no --queue")
+        database = open_store(db, resume)
+        meeting_id = transcribe_stored(database, resume)
+        write_output(render(document(database, meeting_id), fmt), output)
+        return
+    if not tracks:
+        raise InputError("give one NAME=FILE per participant, or --resume MEETING_ID")
     specs = [parse_track(arg) for arg in tracks]
     database = Database(db)
     started = datetime.now(UTC)
@@ -179,16 +203,23 @@ def status(
     db: DbOption = None,
 ) -> None:
     """Show a meeting's tracks: status, attempts and the last error."""
-    from heard.cli.meeting_jobs import open_store
+    from heard.cli.meeting_jobs import open_store, track_label
     from heard.store.meetings import get_meeting, track_states
 
     database = open_store(db, meeting_id)
     meeting = get_meeting(database, meeting_id)
-    typer.echo(f"{meeting.id}  {meeting.status}  {meeting.title}")
-    for t in track_states(database, meeting.id):
+    tracks = track_states(database, meeting.id)
+    labels = [track_label(t) for t in tracks]
+    interrupted = "interrupted" in labels
+    typer.echo(f"{meeting.id}  {'interrupted' if interrupted else meeting.status}  {meeting.title}")
+    for t, label in zip(tracks, labels, strict=True):
         channel = "" if t.channel is None else f"#{'left' if t.channel == 0 else 'right'}"
         error = f"  ({t.last_error})" if t.last_error else ""
+        if label == "interrupted":
+            error = f"  (its process {t.claimed_by} is gone){error}"
         typer.echo(
-            f"  {t.participant:<16} {t.status:<12} attempts {t.attempts}  "
+            f"  {t.participant:<16} {label:<12} attempts {t.attempts}  "
             f"@{t.offset_s:g}s  {t.location}{channel}{error}"
         )
+    if interrupted:
+        typer.echo(f"`heard transcribe --resume {str(meeting.id)[:8]}` finishes it")

@@ -2,10 +2,12 @@
 
 The same steps serve the in-process run (``run_pipeline``) and the Celery tasks:
 
-* ``recover_stuck`` returns tracks left in ``transcribing`` past a timeout (a
-  crashed worker) to ``pending``, or marks them ``failed`` after the last attempt;
+* ``recover_stuck`` returns tracks left in ``transcribing`` by a runner that died to
+  ``pending``, or marks them ``failed`` after the last attempt: at once when the runner was a
+  process of this host that is gone, else once the claim is older than a timeout;
 * ``claim_track`` moves one track ``pending -> transcribing`` with a
-  compare-and-set UPDATE, so two runners never transcribe the same track;
+  compare-and-set UPDATE, so two runners never transcribe the same track, and records
+  which process holds the claim (``heard.pipeline.holder``);
 * ``transcribe_claimed`` runs the transcriber outside any transaction and
   records segments (``done``) or the error (``pending`` again, or ``failed``);
 * ``build_meeting`` replaces the meeting's phrases in one transaction once every
@@ -26,6 +28,7 @@ from sqlalchemy import CursorResult, delete, select, update
 
 from heard.asr.transcriber import ProgressCallback, Transcriber
 from heard.errors import InputError
+from heard.pipeline.holder import holder_is_gone, this_holder
 from heard.store.database import Database
 from heard.store.models import AudioTrack, Meeting, MeetingStatus, Participant, Phrase, TrackStatus
 from heard.timeline.phrases import Segment, Track, Word, build_phrases
@@ -78,30 +81,39 @@ def segments_from_json(data: list[dict[str, Any]]) -> list[Segment]:
 def recover_stuck(
     db: Database, meeting_id: uuid.UUID, now: datetime, options: PipelineOptions
 ) -> int:
-    """Return abandoned ``transcribing`` tracks to ``pending`` (or ``failed``); count them."""
+    """Return abandoned ``transcribing`` tracks to ``pending`` (or ``failed``); count them.
+
+    A track is abandoned when the process holding its claim is gone (known at once on this
+    host) or when its claim is older than ``stuck_after_s`` (a runner elsewhere).
+    """
     cutoff = now - timedelta(seconds=options.stuck_after_s)
     with db.session() as s:
-        stuck = s.scalars(
+        transcribing = s.scalars(
             select(AudioTrack).where(
                 AudioTrack.meeting_id == meeting_id,
                 AudioTrack.status == TrackStatus.TRANSCRIBING,
-                AudioTrack.updated_at < cutoff,
             )
         ).all()
-        for track in stuck:
+        stuck = 0
+        for track in transcribing:
+            if holder_is_gone(track.claimed_by):
+                why = f"its process {track.claimed_by} is gone"
+            elif track.updated_at < cutoff:
+                why = f"no progress for {options.stuck_after_s:.0f} s"
+            else:
+                continue
+            stuck += 1
             if track.attempts >= options.max_attempts:
                 track.status = TrackStatus.FAILED
                 track.last_error = (
-                    f"abandoned in transcribing after {track.attempts} attempts"
-                    f" (no progress for {options.stuck_after_s:.0f} s)"
+                    f"abandoned in transcribing after {track.attempts} attempts ({why})"
                 )
             else:
                 track.status = TrackStatus.PENDING
-                track.last_error = (
-                    f"abandoned in transcribing (no progress for {options.stuck_after_s:.0f} s)"
-                )
+                track.last_error = f"abandoned in transcribing ({why})"
             track.updated_at = now
-        return len(stuck)
+            track.claimed_by = None
+        return stuck
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +125,22 @@ class ClaimedTrack:
     attempts: int
 
 
-def claim_track(db: Database, track_id: uuid.UUID, now: datetime) -> ClaimedTrack | None:
-    """``pending -> transcribing`` if still pending (compare-and-set); None if someone else won."""
+def claim_track(
+    db: Database, track_id: uuid.UUID, now: datetime, holder: str | None = None
+) -> ClaimedTrack | None:
+    """``pending -> transcribing`` if still pending (compare-and-set); None if someone else won.
+
+    ``holder`` names the process that will transcribe it (default: this one).
+    """
     with db.session() as s:
         result = s.execute(
             update(AudioTrack)
             .where(AudioTrack.id == track_id, AudioTrack.status == TrackStatus.PENDING)
             .values(
-                status=TrackStatus.TRANSCRIBING, attempts=AudioTrack.attempts + 1, updated_at=now
+                status=TrackStatus.TRANSCRIBING,
+                attempts=AudioTrack.attempts + 1,
+                updated_at=now,
+                claimed_by=holder or this_holder(),
             )
         )
         if cast(CursorResult[Any], result).rowcount != 1:
@@ -154,7 +174,7 @@ def transcribe_claimed(
     except Exception as e:  # noqa: BLE001 - any transcriber failure is recorded on the track
         segments, error, permanent = [], f"{type(e).__name__}: {e}", False
     with db.session() as s:
-        values: dict[str, Any] = {"updated_at": clock()}
+        values: dict[str, Any] = {"updated_at": clock(), "claimed_by": None}
         if error is None:
             values |= {
                 "status": TrackStatus.DONE,

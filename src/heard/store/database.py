@@ -76,9 +76,9 @@ class Database:
         try:
             yield
         except OperationalError as e:
-            raise StoreError(
-                f"cannot reach the database at {self.safe_url}: {_first_line(e)}"
-            ) from None
+            # no statement: the failure came before any SQL, while connecting
+            what = "cannot reach the database at" if e.statement is None else "database error at"
+            raise StoreError(f"{what} {self.safe_url}: {_first_line(e)}") from None
         except DatabaseError as e:
             if e.orig is None or "not a database" not in str(e.orig):
                 raise

@@ -72,6 +72,8 @@ class TrackState:
     attempts: int
     last_error: str | None
     updated_at: datetime
+    claimed_by: str | None = None
+    """``host:pid:start`` of the process transcribing the track, while it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,7 @@ def track_states(
                 t.attempts,
                 t.last_error,
                 t.updated_at,
+                t.claimed_by,
             )
             for t, name in rows
         ]
