@@ -15,8 +15,3 @@ def test_public_api_is_exactly_all() -> None:
     assert public == set(heard.__all__) - {"__version__"}
     for name in heard.__all__:
         assert getattr(heard, name) is not None
-
-
-def test_every_error_is_a_heard_error() -> None:
-    for name in ("EventLogError", "InputError", "TurnStateError", "UnknownNameError"):
-        assert issubclass(getattr(heard, name), heard.HeardError)

@@ -37,7 +37,7 @@ _EXPORTS = {
     "PipelineOutcome": "heard.pipeline",
     "PipelineResult": "heard.pipeline",
     "Provider": "heard.llm",
-    "ProviderError": "heard.llm",
+    "ProviderError": "heard.errors",
     "ReleaseMode": "heard.release",
     "ReleaseTracker": "heard.release",
     "ReleaseUnit": "heard.release",
@@ -139,10 +139,11 @@ if _typing.TYPE_CHECKING:
         InputError,
         MissingDependencyError,
         NotFoundError,
+        ProviderError,
         TurnStateError,
         UnknownNameError,
     )
-    from heard.llm import Provider, ProviderError, provider_from_env
+    from heard.llm import Provider, provider_from_env
     from heard.memory.evidence import Evidence, EvidenceIndex
     from heard.memory.recall import MemoryRecall
     from heard.memory.workspace import load_workspace

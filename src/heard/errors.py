@@ -1,16 +1,22 @@
-"""Exceptions raised by heard.
+"""Exceptions raised by heard: every one of them is declared here.
 
-Library code raises these; only the CLI and server edges turn them into
-messages and exit codes. The tree::
+Library code raises these; only the CLI and server edges turn them into messages, exit codes
+and HTTP statuses (the server's table is ``heard.server.errors``). The tree, which
+tests/test_errors.py holds against the classes::
 
     HeardError
     ├── InputError              bad user input (files, events, arguments)
     │   ├── EventLogError       a transcript-event log that cannot be read
     │   ├── AudioError          an audio file that is missing, empty or undecodable
-    │   └── NotFoundError       an id (meeting, track) that does not exist
+    │   ├── NotFoundError       an id (meeting, track, page, user) that does not exist
+    │   └── ConflictError       an id or name that is taken already; nothing was stored
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
-    └── MissingDependencyError  an optional extra is not installed
+    ├── MissingDependencyError  an optional extra is not installed
+    └── ServiceError            a service heard relies on failed or cannot be reached
+        ├── StoreError          the database: unreachable, unopenable, or not heard's
+        ├── BrokerError         the Celery broker
+        └── ProviderError       an LLM call: transport, timeout, refusal, no tool call
 """
 
 from __future__ import annotations
@@ -19,11 +25,16 @@ from pathlib import Path
 
 __all__ = [
     "AudioError",
+    "BrokerError",
+    "ConflictError",
     "EventLogError",
     "HeardError",
     "InputError",
     "MissingDependencyError",
     "NotFoundError",
+    "ProviderError",
+    "ServiceError",
+    "StoreError",
     "TurnStateError",
     "UnknownNameError",
 ]
@@ -82,3 +93,19 @@ class TurnStateError(HeardError):
 
 class MissingDependencyError(HeardError, ImportError):
     """An optional dependency is missing; the message names the extra to install."""
+
+
+class ServiceError(HeardError):
+    """A service heard relies on (database, broker, LLM) failed or cannot be reached."""
+
+
+class StoreError(ServiceError):
+    """The database cannot be reached, opened or written, or is not heard's."""
+
+
+class BrokerError(ServiceError):
+    """The Celery broker cannot be reached."""
+
+
+class ProviderError(ServiceError):
+    """The LLM call failed: transport, timeout, refusal, or no tool call in the answer."""

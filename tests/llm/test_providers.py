@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from heard.errors import InputError
-from heard.llm import ProviderError, ToolSpec, provider_from_env
+from heard.errors import InputError, ProviderError
+from heard.llm import ToolSpec, provider_from_env
 from heard.llm.anthropic_provider import AnthropicProvider
 from heard.llm.gemini_provider import GeminiProvider
 from heard.llm.openai_provider import OpenAIProvider

@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from heard.llm import ProviderError, ToolCall, ToolSpec
+from heard.errors import ProviderError
+from heard.llm import ToolCall, ToolSpec
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.gate import GATE_TOOL_NAME, run_gate
 from heard.memory.recall import MemoryRecall

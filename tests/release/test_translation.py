@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heard.errors import MissingDependencyError
-from heard.llm import ProviderError, ToolCall, ToolSpec
+from heard.errors import MissingDependencyError, ProviderError
+from heard.llm import ToolCall, ToolSpec
 from heard.release.tracker import ReleaseReason, ReleaseUnit
 from heard.release.translation import (
     ArgosTranslator,

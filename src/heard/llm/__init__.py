@@ -1,5 +1,5 @@
 """LLMs behind one protocol: forced tool calls with timeouts, over the official SDKs."""
 
-from heard.llm.provider import Provider, ProviderError, ToolCall, ToolSpec, provider_from_env
+from heard.llm.provider import Provider, ToolCall, ToolSpec, provider_from_env
 
-__all__ = ["Provider", "ProviderError", "ToolCall", "ToolSpec", "provider_from_env"]
+__all__ = ["Provider", "ToolCall", "ToolSpec", "provider_from_env"]

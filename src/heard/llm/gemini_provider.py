@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from heard.errors import MissingDependencyError
-from heard.llm.provider import ProviderError, ToolCall, ToolSpec
+from heard.errors import MissingDependencyError, ProviderError
+from heard.llm.provider import ToolCall, ToolSpec
 
 __all__ = ["GeminiProvider"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from heard.errors import MissingDependencyError
-from heard.llm.provider import ProviderError, ToolCall, ToolSpec
+from heard.errors import MissingDependencyError, ProviderError
+from heard.llm.provider import ToolCall, ToolSpec
 
 __all__ = ["OpenAIProvider"]
 

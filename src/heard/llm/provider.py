@@ -20,13 +20,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from heard.errors import HeardError, InputError
+from heard.errors import InputError
 
-__all__ = ["Provider", "ProviderError", "ToolCall", "ToolSpec", "provider_from_env"]
-
-
-class ProviderError(HeardError):
-    """The LLM call failed: transport, timeout, refusal, or no tool call in the answer."""
+__all__ = ["Provider", "ToolCall", "ToolSpec", "provider_from_env"]
 
 
 @dataclass(frozen=True, slots=True)

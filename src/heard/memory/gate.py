@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from heard.llm.provider import Provider, ProviderError, ToolSpec
+from heard.errors import ProviderError
+from heard.llm.provider import Provider, ToolSpec
 
 __all__ = ["GATE_TOOL_NAME", "CallRecord", "GateResult", "run_gate"]
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from heard.llm.provider import Provider, ProviderError, ToolSpec
+from heard.errors import ProviderError
+from heard.llm.provider import Provider, ToolSpec
 from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
 from heard.memory.evidence import EvidenceIndex, Recalled

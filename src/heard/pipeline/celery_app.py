@@ -32,7 +32,7 @@ from typing import Any
 from celery import Celery, Task
 from sqlalchemy import select
 
-from heard.errors import HeardError
+from heard.errors import BrokerError
 from heard.pipeline.settings import WorkerSettings, load_transcriber, worker_settings
 from heard.pipeline.steps import (
     PipelineOptions,
@@ -56,10 +56,6 @@ __all__ = [
 
 MAX_BACKOFF_S = 600.0
 """Longest wait between two looks at a track still recording."""
-
-
-class BrokerError(HeardError):
-    """The Celery broker cannot be reached."""
 
 
 def configure(settings: WorkerSettings | None = None) -> Celery:

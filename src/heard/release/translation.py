@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from heard.errors import MissingDependencyError
-from heard.llm.provider import Provider, ProviderError, ToolSpec
+from heard.errors import MissingDependencyError, ProviderError
+from heard.llm.provider import Provider, ToolSpec
 from heard.release.tracker import ReleaseUnit
 
 __all__ = [

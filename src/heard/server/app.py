@@ -9,6 +9,7 @@ someone else's gets the same 404 as asking for nothing.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -30,13 +31,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from heard.asr.audio import probe_audio
-from heard.errors import ConflictError, HeardError, InputError, NotFoundError
+from heard.errors import HeardError, InputError, NotFoundError
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.recall import MemoryRecall
 from heard.memory.store import load_index, store_evidence
 from heard.memory.workspace import Page, load_workspace
 from heard.pipeline.run import run_pipeline
 from heard.server.auth import Principal, authenticate
+from heard.server.errors import status_of
 from heard.store.database import Database
 from heard.store.meetings import (
     MeetingSummary,
@@ -62,6 +64,8 @@ MEDIA_TYPES = {
     "md": "text/markdown",
     "txt": "text/plain",
 }
+
+log = logging.getLogger("heard.server")
 
 
 @dataclass
@@ -293,10 +297,6 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.memories = memories
 
-    @app.exception_handler(NotFoundError)
-    async def _not_found(_: Request, exc: NotFoundError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
-
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         headers = dict(exc.headers or {})
@@ -309,13 +309,13 @@ def create_app(settings: ServerSettings) -> FastAPI:
             headers["Allow"] = ", ".join(sorted(methods))
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
 
-    @app.exception_handler(ConflictError)
-    async def _conflict(_: Request, exc: ConflictError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=409)
-
     @app.exception_handler(HeardError)
-    async def _bad_input(_: Request, exc: HeardError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
+    async def _heard_error(_: Request, exc: HeardError) -> JSONResponse:
+        status = status_of(exc)
+        if status == 500:
+            log.error("unexpected %s", type(exc).__name__, exc_info=exc)
+            return JSONResponse({"detail": "internal error"}, status_code=500)
+        return JSONResponse({"detail": str(exc)}, status_code=status)
 
     NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
     BAD: dict[int | str, dict[str, Any]] = {
@@ -430,13 +430,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         Celery workers when the server runs with --queue."""
         get_meeting(db, meeting_id, user.owner)
         if settings.queue:
-            from heard.pipeline.celery_app import BrokerError, check_broker, enqueue_meeting
+            from heard.pipeline.celery_app import check_broker, enqueue_meeting
 
-            try:
-                check_broker()
-                sent = enqueue_meeting(db, meeting_id)
-            except BrokerError as e:
-                raise HTTPException(503, str(e)) from e
+            check_broker()
+            sent = enqueue_meeting(db, meeting_id)
             return RunOut(id=meeting_id, started=True, queued_tasks=sent)
         if settings.transcribe:
             from heard.asr.whisper import FasterWhisperTranscriber

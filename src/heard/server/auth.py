@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from heard.errors import InputError
+from heard.errors import ConflictError, InputError
 from heard.store.database import Database
 from heard.store.models import ApiToken, User
 
@@ -49,7 +49,7 @@ def add_user(db: Database, name: str) -> tuple[Principal, str]:
     token = _new_token()
     with db.session() as s:
         if s.scalar(select(User.id).where(User.name == name)) is not None:
-            raise InputError(
+            raise ConflictError(
                 f"user {name!r} already exists (`heard users token {name}` adds a token)"
             )
         user = User(name=name)

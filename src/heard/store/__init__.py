@@ -1,6 +1,6 @@
 """The SQL store: meetings, participants, audio tracks and phrases (SQLAlchemy + Alembic)."""
 
-from heard.store.database import Database, StoreError
+from heard.store.database import Database
 from heard.store.models import (
     AudioTrack,
     Meeting,
@@ -17,6 +17,5 @@ __all__ = [
     "MeetingStatus",
     "Participant",
     "Phrase",
-    "StoreError",
     "TrackStatus",
 ]

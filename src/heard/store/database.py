@@ -14,13 +14,9 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from heard.config import database_url
-from heard.errors import HeardError, InputError
+from heard.errors import InputError, StoreError
 
 __all__ = ["Database", "StoreError"]
-
-
-class StoreError(HeardError):
-    """The database cannot be reached, opened or written, or is not heard's."""
 
 
 def _first_line(error: DatabaseError) -> str:
