@@ -33,8 +33,8 @@ from sqlalchemy import create_engine, text
 
 from heard.asr.whisper import FasterWhisperTranscriber
 from heard.pipeline import celery_app, run_pipeline
-from heard.pipeline.settings import WorkerSettings
 from heard.samples import sample_meeting
+from heard.settings import Settings
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting, get_meeting
 from heard.store.models import MeetingStatus
@@ -140,7 +140,7 @@ def on_workers(count: int, make: str, n: int, logs: Path) -> float:
     with fresh_store() as (url, db):
         ids = real_meetings(db, n) if make == "real" else fake_meetings(db, n)
         queue = f"heard-bench-{uuid.uuid4().hex[:8]}"
-        celery_app.configure(WorkerSettings(REDIS, queue, database_url=url))
+        celery_app.configure(Settings(database_url=url, broker_url=REDIS, queue=queue))
         with workers(count, url, queue, logs):
             if make == "real":  # each worker loads its model before the clock starts
                 warm = [

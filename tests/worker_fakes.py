@@ -40,9 +40,10 @@ class RoutingTranscriber:
             time.sleep(sleep_s)
             return fake_segments(location)
         if self._real is None:
-            from heard.pipeline.settings import load_transcriber
+            from heard.asr.transcribers import load_transcriber
+            from heard.settings import settings
 
-            self._real = load_transcriber("faster-whisper")
+            self._real = load_transcriber("faster-whisper", settings().asr_threads)
         return list(self._real.transcribe(audio, channel=channel, on_progress=on_progress))
 
 

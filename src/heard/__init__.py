@@ -63,7 +63,7 @@ _EXPORTS = {
     "create_meeting": "heard.store.meetings",
     "load_workspace": "heard.memory.workspace",
     "meeting_phrases": "heard.store.meetings",
-    "provider_from_env": "heard.llm",
+    "provider_from_env": "heard.llm.providers",
     "read_events": "heard.transcript",
     "run_guarded": "heard.transcript",
     "run_pipeline": "heard.pipeline",
@@ -143,7 +143,8 @@ if _typing.TYPE_CHECKING:
         TurnStateError,
         UnknownNameError,
     )
-    from heard.llm import Provider, provider_from_env
+    from heard.llm import Provider
+    from heard.llm.providers import provider_from_env
     from heard.memory.evidence import Evidence, EvidenceIndex
     from heard.memory.recall import MemoryRecall
     from heard.memory.workspace import load_workspace

@@ -25,7 +25,7 @@ from tests.conftest import AUDIO, REPO
 from tests.worker_fakes import fake_segments
 
 from heard.pipeline import celery_app
-from heard.pipeline.settings import WorkerSettings
+from heard.settings import settings
 from heard.store.database import Database
 from heard.store.meetings import (
     TrackSpec,
@@ -66,11 +66,7 @@ def env(pg_url: str, redis_url: str) -> Iterator[dict[str, str]]:
         "HEARD_RETRY_DELAY_S": "0.5",
         "PYTHONPATH": str(REPO),
     }
-    celery_app.configure(
-        WorkerSettings(
-            redis_url, queue, STUCK_AFTER_S, VISIBILITY_S, values["HEARD_TRANSCRIBER"], pg_url
-        )
-    )
+    celery_app.configure(settings(values))  # this process as the workers see it
     yield {**os.environ, **values}
     celery_app.configure()
     with redis.Redis.from_url(redis_url) as client:

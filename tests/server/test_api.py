@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -218,11 +219,16 @@ def test_live_websocket_streams_hypotheses_captions_context_and_finals(server) -
     assert release["text"] == "When does the Lisbon office open?"
     context = next(m for m in received if m["type"] == "context")
     assert context["evidence"][0]["id"] == "d1"
-    # the final is now evidence, for this user
-    hits = client.post(
-        "/v1/memory/recall", json={"query": "Lisbon office open"}, headers=alice
-    ).json()
-    assert any(h["text"] == "When does the Lisbon office open?" for h in hits)
+    # the final becomes evidence, for this user: stored in the background, after the context
+    deadline = time.monotonic() + 10
+    while True:
+        hits = client.post(
+            "/v1/memory/recall", json={"query": "Lisbon office open"}, headers=alice
+        ).json()
+        if any(h["text"] == "When does the Lisbon office open?" for h in hits):
+            break
+        assert time.monotonic() < deadline, hits
+        time.sleep(0.05)
 
 
 def test_live_websocket_rejects_bad_frames_without_harming_others(

@@ -7,8 +7,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import func, select
 
-from heard.config import DATABASE_URL_ENV, database_url
 from heard.errors import InputError, NotFoundError
+from heard.settings import database_url
 from heard.store.database import Database
 from heard.store.meetings import (
     TrackSpec,
@@ -94,10 +94,10 @@ def test_bad_tracks_store_nothing(db: Database, tracks: list[TrackSpec], problem
 
 
 def test_database_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(DATABASE_URL_ENV, "postgresql+psycopg://u@h/db")
+    monkeypatch.setenv("HEARD_DATABASE_URL", "postgresql+psycopg://u@h/db")
     assert database_url() == "postgresql+psycopg://u@h/db"
     assert database_url("sqlite:///x.db") == "sqlite:///x.db"
-    monkeypatch.delenv(DATABASE_URL_ENV)
+    monkeypatch.delenv("HEARD_DATABASE_URL")
     assert database_url().startswith("sqlite:///")
     assert database_url().endswith("heard/heard.db")
 

@@ -73,7 +73,7 @@ def live(
     from heard.cli.meeting_jobs import open_store
     from heard.live.conversation import Conversation, replay
     from heard.live.retriever import MemoryRetriever
-    from heard.llm.provider import provider_from_env
+    from heard.llm.providers import provider_from_env
     from heard.memory.evidence import EvidenceIndex
     from heard.memory.recall import MemoryRecall
     from heard.memory.store import load_index

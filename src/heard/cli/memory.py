@@ -83,7 +83,7 @@ def _embedder(dense: bool | None) -> Embedder | None:
 
 def _recaller(db: str | None, memory: Path | None, dense: bool | None) -> MemoryRecall:
     from heard.cli.meeting_jobs import open_store
-    from heard.llm.provider import provider_from_env
+    from heard.llm.providers import provider_from_env
     from heard.memory.recall import MemoryRecall, RecallOptions
     from heard.memory.store import load_index
 

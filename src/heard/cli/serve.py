@@ -79,7 +79,7 @@ def serve(
         raise MissingDependencyError(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
         ) from e
-    from heard.config import data_dir
+    from heard.settings import data_dir
     from heard.store.database import Database
 
     database = Database(db)

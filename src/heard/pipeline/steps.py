@@ -29,9 +29,10 @@ from sqlalchemy import CursorResult, delete, select, update
 from heard.asr.transcriber import ProgressCallback, Transcriber
 from heard.errors import InputError
 from heard.pipeline.holder import holder_is_gone, this_holder
+from heard.settings import Settings
 from heard.store.database import Database
 from heard.store.models import AudioTrack, Meeting, MeetingStatus, Participant, Phrase, TrackStatus
-from heard.timeline.phrases import Segment, Track, Word, build_phrases
+from heard.timeline.phrases import INTERJECTION_THRESHOLD_S, Segment, Track, Word, build_phrases
 
 __all__ = [
     "BuildResult",
@@ -56,7 +57,16 @@ class PipelineOptions:
     """Transcription attempts before a track is marked failed."""
     retry_delay_s: float = 30.0
     """How long to wait before trying again while a track is still recording."""
-    interjection_threshold_s: float = 1.5
+    interjection_threshold_s: float = INTERJECTION_THRESHOLD_S
+
+    @classmethod
+    def from_settings(cls, chosen: Settings) -> PipelineOptions:
+        """These options, with what ``chosen`` sets in place of the defaults."""
+        default = cls()
+        return cls(
+            stuck_after_s=chosen.stuck_after_s or default.stuck_after_s,
+            retry_delay_s=chosen.retry_delay_s or default.retry_delay_s,
+        )
 
 
 def segments_to_json(segments: list[Segment]) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from heard.asr.streaming import StreamingRecognizer
 from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.retriever import MemoryRetriever
-from heard.llm.provider import provider_from_env
+from heard.llm.providers import provider_from_env
 from heard.release.tracker import RELEASE_MODES, ReleaseUnit
 from heard.release.translation import (
     IdentityTranslator,

@@ -13,8 +13,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from heard.config import database_url
 from heard.errors import InputError, StoreError
+from heard.settings import database_url
 
 __all__ = ["Database", "StoreError"]
 

