@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 
 import pytest
 
 from heard.live.conversation import Conversation, PreparedContext, Retrieved, reusable
 from heard.live.retriever import MemoryRetriever
-from heard.memory.evidence import Evidence, EvidenceIndex, Recalled
+from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall
 from heard.release.tracker import ReleaseUnit
+from heard.testing import ScriptedRetriever
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.gate import GateConfig
 
@@ -22,35 +22,6 @@ def partial(t: int, text: str, who: str = "user") -> TranscriptEvent:
 
 def final(t: int, text: str, who: str = "user") -> TranscriptEvent:
     return TranscriptEvent(t, EventKind.FINAL, text, who)
-
-
-@dataclass
-class ScriptedRetriever:
-    """The I/O seam: answers with the query itself as one item; delays and failures on cue."""
-
-    delays: dict[str, float] = field(default_factory=dict)
-    fail_on: str | None = None
-    queries: list[str] = field(default_factory=list)
-    cancelled: list[str] = field(default_factory=list)
-    remembered: list[Evidence] = field(default_factory=list)
-
-    async def retrieve(self, query: str, sticky: tuple[str, ...]) -> Retrieved:
-        self.queries.append(query)
-        try:
-            for word, delay in self.delays.items():
-                if word in query:
-                    await asyncio.sleep(delay)
-        except asyncio.CancelledError:
-            self.cancelled.append(query)
-            raise
-        if self.fail_on and self.fail_on in query:
-            raise RuntimeError(f"index unavailable for {query!r}")
-        return Retrieved(
-            ("page-" + query.split()[-1].lower(),), (Recalled(query, "evidence", 1.0, query),)
-        )
-
-    async def remember(self, evidence: Evidence) -> None:
-        self.remembered.append(evidence)
 
 
 async def say(conv: Conversation, start: int, words: str, who: str = "user") -> int:

@@ -1,54 +1,33 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from heard.errors import ProviderError
-from heard.llm import ToolCall, ToolSpec
+from heard.llm import ToolCall
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.gate import GATE_TOOL_NAME, run_gate
 from heard.memory.recall import MemoryRecall
 from heard.memory.workspace import load_workspace
+from heard.testing import Answer, ScriptedProvider
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
 CANDIDATES = ["rhea", "tokyo-office", "launch-plan"]
 
 
-class Scripted:
-    """A Provider at the LLM seam: gate calls pop the next scripted answer (or raise it);
-    descents pop ``descents`` and, when none is left, fail (the walk falls back to words)."""
-
-    name = "scripted"
-
-    def __init__(
-        self,
-        *answers: dict[str, Any] | ToolCall | Exception,
-        descents: list[list[str]] | None = None,
-    ) -> None:
-        self.answers = list(answers)
-        self.descents = list(descents or [])
-        self.prompts: list[str] = []
-
-    def call_tool(
-        self, *, system: str, prompt: str, tool: ToolSpec, timeout_s: float = 20.0
-    ) -> ToolCall:
-        if tool.name == "choose_children":
-            if not self.descents:
-                raise ProviderError("no descent scripted")
-            return ToolCall(tool.name, {"children": self.descents.pop(0)})
-        self.prompts.append(prompt)
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        if isinstance(answer, ToolCall):
-            return answer
-        return ToolCall(tool.name, answer)
+def scripted(*answers: Answer, descents: Sequence[list[str]] = ()) -> ScriptedProvider:
+    """Gate calls take the answers in turn; tree descents take ``descents`` and, when none is
+    left, fail (the walk falls back to words)."""
+    return ScriptedProvider(
+        *answers, per_tool={"choose_children": [{"children": d} for d in descents]}
+    )
 
 
 def test_ready_keeps_the_model_order_restricted_to_candidates_with_sticky_unioned() -> None:
-    provider = Scripted(
+    provider = scripted(
         {"decision": "ready", "selected_slugs": ["launch-plan", "invented", "rhea", "rhea"]}
     )
     result = run_gate("q", CANDIDATES, sticky=["budget-review"], provider=provider,
@@ -56,11 +35,11 @@ def test_ready_keeps_the_model_order_restricted_to_candidates_with_sticky_unione
     assert result.decision == "ready"
     assert result.selected == ["launch-plan", "rhea", "budget-review"]
     assert result.failed_open is None
-    assert "rhea - product lead" in provider.prompts[0]
+    assert "rhea - product lead" in provider.calls[0].prompt
 
 
 def test_more_carries_the_generated_questions() -> None:
-    provider = Scripted({"decision": "more", "questions": ["Who leads the Tokyo office?", "  "]})
+    provider = scripted({"decision": "more", "questions": ["Who leads the Tokyo office?", "  "]})
     result = run_gate("q", CANDIDATES, provider=provider)
     assert (result.decision, result.questions) == ("more", ["Who leads the Tokyo office?"])
 
@@ -77,7 +56,7 @@ def test_more_carries_the_generated_questions() -> None:
     ],
 )
 def test_the_gate_fails_open(answer: Any, why: str) -> None:
-    provider = None if answer is None else Scripted(answer)
+    provider = None if answer is None else scripted(answer)
     result = run_gate("q", CANDIDATES, sticky=["budget-review"], provider=provider)
     assert result.decision == "ready"
     assert result.selected == [*CANDIDATES, "budget-review"]
@@ -105,7 +84,7 @@ def test_the_tree_walk_finds_pages_the_words_lead_to() -> None:
 
 
 def test_more_runs_another_pass_on_the_gate_questions_and_stops_at_three() -> None:
-    provider = Scripted(
+    provider = scripted(
         {"decision": "more", "questions": ["budget numbers"]},
         {"decision": "more", "questions": ["lake trip"]},
         {"decision": "more", "questions": ["never asked"]},
@@ -136,7 +115,7 @@ def test_evidence_comes_with_pages() -> None:
 
 def test_the_llm_descender_chooses_the_branches() -> None:
     # root -> work (chosen by the model although no query word matches it) -> budget-review
-    provider = Scripted(
+    provider = scripted(
         {"decision": "ready", "selected_slugs": ["budget-review"]},
         descents=[["node:work", "page:invented"], ["page:budget-review"]],
     )
@@ -149,7 +128,7 @@ def test_the_llm_descender_chooses_the_branches() -> None:
 
 
 def test_a_failed_descent_falls_back_to_words() -> None:
-    provider = Scripted({"decision": "ready", "selected_slugs": []})  # no descents scripted
+    provider = scripted({"decision": "ready", "selected_slugs": []})  # no descents scripted
     memory = MemoryRecall(load_workspace(WORKSPACE), provider=provider)
     result = memory.recall("what are the plans for the projects", capture=True)
     assert "launch-plan" in result.passes[0].tree

@@ -334,7 +334,7 @@ def test_heard_serve_with_queue_runs_uploads_on_a_worker(
     from heard.server.auth import add_user
 
     db = Database(pg_url)
-    app = create_app(ServerSettings(db, tmp_path / "uploads", transcribe=False, queue=True))
+    app = create_app(ServerSettings(db, tmp_path / "uploads", queue=True))
     _, token = add_user(db, "ana")
     auth = {"Authorization": f"Bearer {token}"}
     workers.start()

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import event, func, select, update
 from sqlalchemy.orm import ORMExecuteState, Session
-from tests.fakes import FakeTranscriber
 
 from heard.errors import AudioError, NotFoundError
 from heard.pipeline import PipelineOptions, PipelineOutcome, run_pipeline
@@ -19,6 +18,7 @@ from heard.pipeline.steps import claim_track, recover_stuck
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases, track_states
 from heard.store.models import AudioTrack, Phrase, TrackStatus
+from heard.testing import FakeClock, FakeTranscriber
 from heard.timeline.phrases import Segment, Track, build_phrases
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -32,14 +32,6 @@ OFFSETS = {"alice.wav": 0.0, "bob.wav": 5.0}
 
 class Crash(BaseException):
     """A process dying mid-step: not an Exception, so nothing in heard catches it."""
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def new_meeting(db: Database, **status: TrackStatus) -> uuid.UUID:
@@ -114,7 +106,7 @@ def test_a_rerun_changes_nothing_and_transcribes_nothing(db: Database) -> None:
 
 def test_a_crash_mid_transcription_recovers_after_the_stuck_timeout(db: Database) -> None:
     mid = new_meeting(db)
-    clock = Clock()
+    clock = FakeClock(T0)
     options = PipelineOptions(stuck_after_s=600)
 
     def die_on_bob(location: str) -> None:
@@ -155,7 +147,7 @@ def test_a_crash_mid_transcription_recovers_after_the_stuck_timeout(db: Database
 
 def test_a_claim_whose_process_is_gone_is_recovered_at_once(db: Database) -> None:
     mid = new_meeting(db)
-    clock = Clock()
+    clock = FakeClock(T0)
     options = PipelineOptions(stuck_after_s=600)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -275,7 +267,7 @@ def test_every_track_failing_is_a_failed_meeting(db: Database) -> None:
 
 def test_a_track_stuck_on_its_last_attempt_is_marked_failed(db: Database) -> None:
     mid = new_meeting(db)
-    clock = Clock()
+    clock = FakeClock(T0)
     with db.session() as s:
         s.execute(
             update(AudioTrack)

@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heard.errors import MissingDependencyError, ProviderError
-from heard.llm import ToolCall, ToolSpec
 from heard.release.tracker import ReleaseReason, ReleaseUnit
 from heard.release.translation import (
     ArgosTranslator,
@@ -17,29 +16,19 @@ from heard.release.translation import (
     TranslationQueue,
     Translator,
 )
+from heard.testing import ScriptedProvider, ScriptedTranslator
 
 
 def unit(i: int) -> ReleaseUnit:
     return ReleaseUnit(f"unit {i}", ReleaseReason.BOUNDARY, i * 100, 0, i * 2, 2)
 
 
-class Flaky:
+def flaky(delays: list[float], failures: list[int]) -> ScriptedTranslator:
     """Fails ``failures[i]`` times on unit i, and takes ``delays[i]`` seconds each call."""
-
-    name = "flaky"
-    is_identity = False
-
-    def __init__(self, delays: list[float], failures: list[int]) -> None:
-        self.delays, self.failures = delays, failures
-        self.calls: dict[int, int] = {}
-
-    async def translate(self, text: str, source: str, target: str) -> str:
-        i = int(text.split()[1])
-        self.calls[i] = self.calls.get(i, 0) + 1
-        await asyncio.sleep(self.delays[i])
-        if self.calls[i] <= self.failures[i]:
-            raise TimeoutError(f"provider timed out on {i}")
-        return f"[{target}] {text}"
+    return ScriptedTranslator(
+        delays={f"unit {i}": d for i, d in enumerate(delays)},
+        failures={f"unit {i}": f for i, f in enumerate(failures)},
+    )
 
 
 async def no_sleep(_: float) -> None:
@@ -59,7 +48,7 @@ def test_order_is_kept_under_random_delays_and_failures(
     published: list[TranslatedUnit] = []
 
     async def run() -> list[TranslatedUnit]:
-        queue = TranslationQueue(Flaky(delays, failures), target="de", max_attempts=4,
+        queue = TranslationQueue(flaky(delays, failures), target="de", max_attempts=4,
                                  max_in_flight=in_flight, on_translated=published.append,
                                  sleep=no_sleep)  # fmt: skip
         for i in range(len(script)):
@@ -78,12 +67,12 @@ def test_order_is_kept_under_random_delays_and_failures(
         else:
             assert t.translation is None
             assert t.attempts == 4
-            assert t.error == f"TimeoutError: provider timed out on {i}"
+            assert t.error == f"TimeoutError: translation of 'unit {i}' timed out"
 
 
 def test_a_slow_first_unit_does_not_reorder_the_ones_after_it() -> None:
     async def run() -> list[str]:
-        queue = TranslationQueue(Flaky([0.05, 0.0, 0.0], [0, 0, 0]), target="fr")
+        queue = TranslationQueue(flaky([0.05, 0.0, 0.0], [0, 0, 0]), target="fr")
         for i in range(3):
             queue.submit(unit(i))
         return [t.unit.text for t in await queue.close()]
@@ -98,7 +87,7 @@ def test_backoff_doubles_between_attempts() -> None:
         waits.append(s)
 
     async def run() -> None:
-        queue = TranslationQueue(Flaky([0.0], [3]), target="es", backoff_s=0.1, sleep=record)
+        queue = TranslationQueue(flaky([0.0], [3]), target="es", backoff_s=0.1, sleep=record)
         queue.submit(unit(0))
         await queue.close()
 
@@ -129,29 +118,13 @@ def test_a_closed_queue_refuses_units() -> None:
     asyncio.run(run())
 
 
-class ScriptedProvider:
-    """A Provider at the LLM seam: returns scripted tool arguments and records the calls."""
-
-    name = "scripted"
-
-    def __init__(self, *answers: dict[str, object]) -> None:
-        self.answers = list(answers)
-        self.calls: list[dict[str, object]] = []
-
-    def call_tool(
-        self, *, system: str, prompt: str, tool: ToolSpec, timeout_s: float = 20.0
-    ) -> ToolCall:
-        self.calls.append({"system": system, "prompt": prompt, "tool": tool.name})
-        return ToolCall(tool.name, self.answers.pop(0))
-
-
 def test_llm_translator_through_a_provider() -> None:
     provider = ScriptedProvider({"translation": "Wir liefern am Freitag."}, {"wrong": 1})
     translator = LLMTranslator(provider)
     assert isinstance(translator, Translator)
     out = asyncio.run(translator.translate("We ship on Friday.", "en", "de"))
     assert out == "Wir liefern am Freitag."
-    assert provider.calls[0]["tool"] == "emit_translation"
-    assert "en to de" in str(provider.calls[0]["system"])
+    assert provider.calls[0].tool == "emit_translation"
+    assert "en to de" in provider.calls[0].system
     with pytest.raises(ProviderError, match="without a translation"):
         asyncio.run(translator.translate("again", "en", "de"))

@@ -18,16 +18,16 @@ from heard.server.auth import add_user, authenticate, digest
 from heard.store.database import Database
 from heard.store.meetings import track_states
 from heard.store.models import ApiToken
+from heard.testing import FakeTranscriber
 from heard.timeline.phrases import Segment
 from tests.conftest import AUDIO
-from tests.fakes import FakeTranscriber
 
 
 @pytest.fixture
 def server(
     db: Database, tmp_path: Path
 ) -> Iterator[tuple[TestClient, dict[str, str], dict[str, str]]]:
-    app = create_app(ServerSettings(db, tmp_path / "uploads", transcribe=False))
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
     _, alice = add_user(db, "alice")
     _, bob = add_user(db, "bob")
     with TestClient(app) as client:

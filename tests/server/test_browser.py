@@ -44,7 +44,7 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, str, Database]]:
     import uvicorn
 
     db = Database(f"sqlite:///{tmp_path / 'heard.db'}")
-    app = create_app(ServerSettings(db, tmp_path / "uploads", transcribe=False))
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
     _, token = add_user(db, "browser")
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -44,7 +44,7 @@ CASES: list[tuple[HeardError, int]] = [
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
     db = Database(f"sqlite:///{tmp_path / 'h.db'}")
-    app = create_app(ServerSettings(db, tmp_path / "uploads", transcribe=False))
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
     raised = {str(i): error for i, (error, _) in enumerate(CASES)}
 
     def fail(case: str) -> None:

@@ -19,7 +19,7 @@ from heard.store.database import Database
 # Schemathesis reads the spec when the module is collected, so the app is built here.
 FOLDER = Path(tempfile.mkdtemp(prefix="heard-schemathesis-"))
 DB = Database(f"sqlite:///{FOLDER / 'heard.db'}")
-APP = create_app(ServerSettings(DB, FOLDER / "uploads", transcribe=False))
+APP = create_app(ServerSettings(DB, FOLDER / "uploads"))
 _, TOKEN = add_user(DB, "fuzz")
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 

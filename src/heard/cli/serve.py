@@ -79,17 +79,24 @@ def serve(
         raise MissingDependencyError(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
         ) from e
-    from heard.settings import data_dir
+    from heard.asr.transcribers import load_transcriber
+    from heard.settings import data_dir, settings
     from heard.store.database import Database
 
+    chosen = settings()
     database = Database(db)
+    transcriber = None
     if queue:
         from heard.pipeline.celery_app import check_broker, configure
 
-        configure()
+        configure(chosen)
         check_broker()
-    settings = ServerSettings(database, uploads or data_dir() / "uploads", queue=queue)
-    served = create_app(settings)  # opens and migrates the database: fails here, not later
+    else:
+        transcriber = load_transcriber(chosen.transcriber, chosen.asr_threads)
+    server_settings = ServerSettings(
+        database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue
+    )
+    served = create_app(server_settings)  # opens and migrates the database: fails here, not later
     typer.echo(
         f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)", err=True
     )

@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from heard.asr.audio import probe_audio
+from heard.asr.transcriber import Transcriber
 from heard.errors import HeardError, InputError, NotFoundError
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.recall import MemoryRecall
@@ -73,8 +74,9 @@ class ServerSettings:
     db: Database
     uploads: Path
     """Uploaded audio, one folder per user."""
-    transcribe: bool = True
-    """Run the pipeline with faster-whisper (False: tests that only check the API)."""
+    transcriber: Transcriber | None = None
+    """What transcribes a meeting's tracks when it is run in this process; None: runs are
+    accepted but nothing is transcribed here (an API-only server, or ``queue``)."""
     workspaces: Path | None = None
     """Memory pages, one workspace per user (default: beside ``uploads``)."""
     queue: bool = False
@@ -435,13 +437,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
             check_broker()
             sent = enqueue_meeting(db, meeting_id)
             return RunOut(id=meeting_id, started=True, queued_tasks=sent)
-        if settings.transcribe:
-            from heard.asr.whisper import FasterWhisperTranscriber
-
-            background.add_task(
-                run_pipeline, meeting_id, db=db, transcriber=FasterWhisperTranscriber()
-            )
-        return RunOut(id=meeting_id, started=settings.transcribe)
+        if settings.transcriber is not None:
+            background.add_task(run_pipeline, meeting_id, db=db, transcriber=settings.transcriber)
+        return RunOut(id=meeting_id, started=settings.transcriber is not None)
 
     @app.get(
         "/v1/meetings/{meeting_id}/phrases", response_model=list[PhraseOut], responses=NOT_FOUND

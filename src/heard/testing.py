@@ -1,0 +1,236 @@
+"""Fakes for heard's seams, for heard's own tests and for the tests of code that embeds heard.
+
+Each stands where real I/O would (a model, an LLM, a translation service, a memory index, the
+time of day) and behaves as the real part does at its interface, with what it was asked
+recorded for the test to look at:
+
+* ``FakeTranscriber``: canned segments per track, or an exception to raise (``Transcriber``);
+* ``ScriptedProvider``: scripted tool-call answers, failures and delays (``llm.Provider``);
+* ``ScriptedTranslator``: tags the text with the target language; delays and failures on cue
+  (``release.Translator``);
+* ``ScriptedRetriever``: answers with the query itself; delays and failures on cue
+  (``live.Retriever``);
+* ``HashingEmbedder``: deterministic bag-of-words vectors, no model (``memory.Embedder``);
+* ``FakeClock``: a time of day that moves only when told (the pipeline's clock).
+
+    from heard.testing import FakeTranscriber
+    from heard.timeline.phrases import Segment
+
+    fake = FakeTranscriber({"alice.wav": [Segment(0.0, 2.0, "hello")]})
+    run_pipeline(meeting_id, db=db, transcriber=fake)
+    assert fake.calls == ["alice.wav"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heard.errors import ProviderError
+from heard.live.conversation import Retrieved
+from heard.llm.provider import ToolCall, ToolSpec
+from heard.memory.evidence import Evidence, Recalled
+from heard.timeline.phrases import Segment
+
+__all__ = [
+    "Answer",
+    "FakeClock",
+    "FakeTranscriber",
+    "HashingEmbedder",
+    "ProviderCall",
+    "ScriptedProvider",
+    "ScriptedRetriever",
+    "ScriptedTranslator",
+]
+
+
+class FakeTranscriber:
+    """Canned segments per track location; an exception value is raised instead.
+
+    ``before(location)`` runs first on every call (a test's way to crash or block there);
+    ``calls`` lists the locations asked for, in order.
+    """
+
+    name = "fake"
+
+    def __init__(
+        self,
+        by_location: Mapping[str, Sequence[Segment] | BaseException],
+        before: Callable[[str], None] | None = None,
+    ) -> None:
+        self.by_location = dict(by_location)
+        self.calls: list[str] = []
+        self.before = before
+
+    def transcribe(
+        self,
+        audio: str | Path | Any,
+        *,
+        channel: int | None = None,
+        on_progress: Callable[[float, float], None] | None = None,
+    ) -> list[Segment]:
+        location = str(audio)
+        self.calls.append(location)
+        if self.before is not None:
+            self.before(location)
+        result = self.by_location[location]
+        if isinstance(result, BaseException):
+            raise result
+        if on_progress is not None and result:
+            on_progress(result[-1].end, result[-1].end)
+        return list(result)
+
+
+Answer = Mapping[str, Any] | ToolCall | BaseException
+"""A scripted reply: the tool's arguments, a whole ``ToolCall``, or an exception to raise."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderCall:
+    tool: str
+    system: str
+    prompt: str
+    timeout_s: float
+
+
+class ScriptedProvider:
+    """An LLM provider that answers from a script and records every call.
+
+    A call to tool T takes the next answer from ``per_tool[T]`` when the script has a queue
+    for T, else from ``answers``. An answer is the tool's arguments (a mapping), a whole
+    ``ToolCall``, or an exception to raise. An empty queue fails the call with
+    ``ProviderError``, as a real provider's failure would. ``delay_s`` makes every call take
+    that long; past the call's ``timeout_s`` it fails as a timeout.
+    """
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        *answers: Answer,
+        per_tool: Mapping[str, Sequence[Answer]] | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        self.answers = list(answers)
+        self.per_tool = {tool: list(queue) for tool, queue in (per_tool or {}).items()}
+        self.delay_s = delay_s
+        self.calls: list[ProviderCall] = []
+
+    def call_tool(
+        self, *, system: str, prompt: str, tool: ToolSpec, timeout_s: float = 20.0
+    ) -> ToolCall:
+        self.calls.append(ProviderCall(tool.name, system, prompt, timeout_s))
+        if self.delay_s:
+            time.sleep(min(self.delay_s, timeout_s))
+            if self.delay_s > timeout_s:
+                raise ProviderError(f"{tool.name}: timed out after {timeout_s} s")
+        queue = self.per_tool.get(tool.name, self.answers)
+        if not queue:
+            raise ProviderError(f"{tool.name}: nothing scripted")
+        answer = queue.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(answer, ToolCall):
+            return answer
+        return ToolCall(tool.name, dict(answer))
+
+
+class ScriptedTranslator:
+    """Translates by tagging: ``"[de] text"``. A text named in ``failures`` fails that many
+    times (a timeout) before it succeeds; one named in ``delays`` takes that long each call.
+    ``calls`` counts the calls per text."""
+
+    name = "scripted"
+    is_identity = False
+
+    def __init__(
+        self,
+        delays: Mapping[str, float] | None = None,
+        failures: Mapping[str, int] | None = None,
+    ) -> None:
+        self.delays = dict(delays or {})
+        self.failures = dict(failures or {})
+        self.calls: dict[str, int] = {}
+
+    async def translate(self, text: str, source: str, target: str) -> str:
+        self.calls[text] = self.calls.get(text, 0) + 1
+        await asyncio.sleep(self.delays.get(text, 0.0))
+        if self.calls[text] <= self.failures.get(text, 0):
+            raise TimeoutError(f"translation of {text!r} timed out")
+        return f"[{target}] {text}"
+
+
+@dataclass
+class ScriptedRetriever:
+    """A memory that answers each query with the query itself: one page named after its last
+    word and one evidence item holding it. A query containing a word of ``delays`` takes that
+    long; one containing ``fail_on`` fails. Queries, cancelled queries and remembered
+    evidence are recorded."""
+
+    delays: dict[str, float] = field(default_factory=dict)
+    fail_on: str | None = None
+    queries: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    remembered: list[Evidence] = field(default_factory=list)
+
+    async def retrieve(self, query: str, sticky: tuple[str, ...]) -> Retrieved:
+        self.queries.append(query)
+        try:
+            for word, delay in self.delays.items():
+                if word in query:
+                    await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            self.cancelled.append(query)
+            raise
+        if self.fail_on and self.fail_on in query:
+            raise RuntimeError(f"index unavailable for {query!r}")
+        return Retrieved(
+            ("page-" + query.split()[-1].lower(),), (Recalled(query, "evidence", 1.0, query),)
+        )
+
+    async def remember(self, evidence: Evidence) -> None:
+        self.remembered.append(evidence)
+
+
+class HashingEmbedder:
+    """Texts as L2-normalized bags of hashed words: texts sharing words are near, others are
+    not, with no model to load. Deterministic across processes."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.casefold()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                rows[i, int.from_bytes(digest[:4], "little") % self.dim] += 1.0
+            norm = float(np.linalg.norm(rows[i]))
+            if norm:
+                rows[i] /= norm
+        return rows
+
+
+class FakeClock:
+    """The pipeline's clock (``() -> datetime``, UTC) that moves only when told."""
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.now = now or datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
