@@ -23,11 +23,11 @@ from heard.store.meetings import (
     TrackState,
     create_meeting,
     get_meeting,
-    meeting_phrases,
     track_states,
+    transcript_document,
 )
 from heard.store.models import MeetingStatus, TrackStatus
-from heard.timeline.formats import TimedPhrase, TranscriptDoc
+from heard.timeline.formats import TranscriptDoc
 
 
 def open_store(url: str | None, meeting_id: str | None = None) -> Database:
@@ -64,14 +64,9 @@ def require_finished(db: Database, meeting: MeetingSummary) -> None:
 
 def document(db: Database, meeting_id: str, *, finished: bool = True) -> TranscriptDoc:
     """The stored transcript; with ``finished``, refused while the phrases are not built."""
-    meeting = get_meeting(db, meeting_id)
     if finished:
-        require_finished(db, meeting)
-    phrases = [
-        TimedPhrase(p.participant, p.start_s, p.end_s, p.text, p.start_at, p.end_at)
-        for p in meeting_phrases(db, meeting.id)
-    ]
-    return TranscriptDoc(phrases, meeting.title, meeting.started_at, str(meeting.id))
+        require_finished(db, get_meeting(db, meeting_id))
+    return transcript_document(db, meeting_id)
 
 
 class _Bars(TrackProgress):

@@ -50,9 +50,10 @@ from heard.store.meetings import (
     meeting_phrases,
     resolve_meeting_id,
     track_states,
+    transcript_document,
 )
 from heard.store.models import AudioTrack, Participant, TrackStatus
-from heard.timeline.formats import TimedPhrase, TranscriptDoc, render
+from heard.timeline.formats import render
 from heard.transcript.tokenize import tokenize
 
 __all__ = ["ServerSettings", "create_app"]
@@ -466,16 +467,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         user: User,
         format: Annotated[Literal["json", "srt", "vtt", "md", "txt"], Query()] = "txt",
     ) -> Response:
-        m = get_meeting(db, meeting_id, user.owner)
-        doc = TranscriptDoc(
-            [
-                TimedPhrase(p.participant, p.start_s, p.end_s, p.text, p.start_at, p.end_at)
-                for p in meeting_phrases(db, m.id, user.owner)
-            ],
-            m.title,
-            m.started_at,
-            str(m.id),
-        )
+        doc = transcript_document(db, meeting_id, user.owner)
         return Response(render(doc, format), media_type=MEDIA_TYPES[format])
 
     @app.post(

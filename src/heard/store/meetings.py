@@ -25,10 +25,10 @@ from heard.store.models import (
     TrackStatus,
     utc_now,
 )
+from heard.timeline.formats import TimedPhrase, TranscriptDoc
 
 __all__ = [
     "MeetingSummary",
-    "StoredPhrase",
     "TrackSpec",
     "TrackState",
     "create_meeting",
@@ -37,6 +37,7 @@ __all__ = [
     "meeting_phrases",
     "resolve_meeting_id",
     "track_states",
+    "transcript_document",
 ]
 
 
@@ -74,17 +75,6 @@ class TrackState:
     updated_at: datetime
     claimed_by: str | None = None
     """``host:pid:start`` of the process transcribing the track, while it is."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredPhrase:
-    participant: str
-    start_at: datetime
-    end_at: datetime
-    start_s: float
-    """Seconds from the meeting start."""
-    end_s: float
-    text: str
 
 
 def _check_tracks(tracks: Sequence[TrackSpec]) -> None:
@@ -237,7 +227,8 @@ def track_states(
 
 def meeting_phrases(
     db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
-) -> list[StoredPhrase]:
+) -> list[TimedPhrase]:
+    """The meeting's phrases in timeline order."""
     with db.session() as s:
         mid = resolve_meeting_id(s, meeting_id, owner)
         meeting = s.get_one(Meeting, mid)
@@ -249,13 +240,23 @@ def meeting_phrases(
         ).all()
         t0 = meeting.started_at
         return [
-            StoredPhrase(
+            TimedPhrase(
                 name,
-                p.start_at,
-                p.end_at,
                 (p.start_at - t0).total_seconds(),
                 (p.end_at - t0).total_seconds(),
                 p.text,
+                p.start_at,
+                p.end_at,
             )
             for p, name in rows
         ]
+
+
+def transcript_document(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> TranscriptDoc:
+    """The meeting's transcript, ready for any format: what the CLI, the server and every
+    export write."""
+    meeting = get_meeting(db, meeting_id, owner)
+    phrases = meeting_phrases(db, meeting.id, owner)
+    return TranscriptDoc(phrases, meeting.title, meeting.started_at, str(meeting.id))

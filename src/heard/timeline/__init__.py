@@ -4,20 +4,16 @@ from heard.timeline.phrases import (
     INTERJECTION_THRESHOLD_S,
     PhraseDraft,
     Segment,
-    SpeakerSegment,
     Track,
     Word,
     build_phrases,
-    merge_timeline,
 )
 
 __all__ = [
     "INTERJECTION_THRESHOLD_S",
     "PhraseDraft",
     "Segment",
-    "SpeakerSegment",
     "Track",
     "Word",
     "build_phrases",
-    "merge_timeline",
 ]

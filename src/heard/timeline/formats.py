@@ -18,12 +18,15 @@ __all__ = ["FORMATS", "TimedPhrase", "TranscriptDoc", "render"]
 
 @dataclass(frozen=True, slots=True)
 class TimedPhrase:
+    """A phrase of a meeting's transcript, as stored and as written out."""
+
     participant: str
-    start: float
+    start_s: float
     """Seconds from the meeting start."""
-    end: float
+    end_s: float
     text: str
     start_at: datetime | None = None
+    """Wall-clock time, when the meeting's start is known (stored meetings)."""
     end_at: datetime | None = None
 
 
@@ -50,8 +53,8 @@ def _short(seconds: float) -> str:
 def render_json(doc: TranscriptDoc) -> str:
     out = []
     for p in doc.phrases:
-        item: dict[str, object] = {"participant": p.participant, "start": round(p.start, 3),
-                                   "end": round(p.end, 3), "text": p.text}  # fmt: skip
+        item: dict[str, object] = {"participant": p.participant, "start": round(p.start_s, 3),
+                                   "end": round(p.end_s, 3), "text": p.text}  # fmt: skip
         if p.start_at is not None and p.end_at is not None:
             item["start_at"] = p.start_at.isoformat()
             item["end_at"] = p.end_at.isoformat()
@@ -61,7 +64,7 @@ def render_json(doc: TranscriptDoc) -> str:
 
 def render_srt(doc: TranscriptDoc) -> str:
     cues = [
-        f"{i}\n{_clock(p.start, ',')} --> {_clock(p.end, ',')}\n{p.participant}: {p.text}\n"
+        f"{i}\n{_clock(p.start_s, ',')} --> {_clock(p.end_s, ',')}\n{p.participant}: {p.text}\n"
         for i, p in enumerate(doc.phrases, 1)
     ]
     return "\n".join(cues)
@@ -74,7 +77,7 @@ def _vtt_escape(text: str) -> str:
 def render_vtt(doc: TranscriptDoc) -> str:
     header = "WEBVTT" + (f" - {doc.title}" if doc.title else "") + "\n"
     cues = [
-        f"{_clock(p.start, '.')} --> {_clock(p.end, '.')}\n"
+        f"{_clock(p.start_s, '.')} --> {_clock(p.end_s, '.')}\n"
         f"<v {_vtt_escape(p.participant)}>{_vtt_escape(p.text)}\n"
         for p in doc.phrases
     ]
@@ -86,12 +89,12 @@ def render_md(doc: TranscriptDoc) -> str:
     if doc.started_at is not None:
         lines += [f"*{doc.started_at.isoformat(timespec='seconds')}*", ""]
     for p in doc.phrases:
-        lines.append(f"**{p.participant}** `{_short(p.start)}` {p.text}  ")
+        lines.append(f"**{p.participant}** `{_short(p.start_s)}` {p.text}  ")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def render_txt(doc: TranscriptDoc) -> str:
-    return "".join(f"[{_short(p.start)}] {p.participant}: {p.text}\n" for p in doc.phrases)
+    return "".join(f"[{_short(p.start_s)}] {p.participant}: {p.text}\n" for p in doc.phrases)
 
 
 FORMATS: Registry[Callable[[TranscriptDoc], str]] = Registry(

@@ -25,11 +25,9 @@ __all__ = [
     "INTERJECTION_THRESHOLD_S",
     "PhraseDraft",
     "Segment",
-    "SpeakerSegment",
     "Track",
     "Word",
     "build_phrases",
-    "merge_timeline",
 ]
 
 INTERJECTION_THRESHOLD_S = 1.5
@@ -67,16 +65,6 @@ class Track:
 
 
 @dataclass(frozen=True, slots=True)
-class SpeakerSegment:
-    """A segment placed on the meeting timeline."""
-
-    participant: str
-    start: float
-    end: float
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
 class PhraseDraft:
     """A phrase, in seconds from the meeting start, before it is stored."""
 
@@ -103,11 +91,6 @@ def _placed(tracks: Mapping[str, Track]) -> list[tuple[float, float, str, int, s
     ]
     rows.sort()
     return rows
-
-
-def merge_timeline(tracks: Mapping[str, Track]) -> list[SpeakerSegment]:
-    """Every segment shifted by its track's offset, in timeline order."""
-    return [SpeakerSegment(who, start, end, text) for start, end, who, _, text in _placed(tracks)]
 
 
 @dataclass(slots=True)
