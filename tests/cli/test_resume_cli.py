@@ -15,8 +15,8 @@ import pytest
 
 from heard.asr.audio import load_audio
 from heard.errors import StoreError
-from heard.pipeline.holder import holder_is_gone, this_holder
 from heard.store.database import Database
+from heard.store.holder import holder_is_gone, this_holder
 from heard.store.meetings import list_meetings, meeting_phrases, track_states
 from heard.store.models import TrackStatus
 from tests.cli.run import heard

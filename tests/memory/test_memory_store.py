@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from heard.errors import InputError
-from heard.memory.store import ingest_file, load_index
+from heard.memory.utterances import ingest_file, load_index
 from heard.store.database import Database
 from tests.cli.run import Ran
 from tests.cli.run import heard as run_heard

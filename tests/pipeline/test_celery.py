@@ -331,7 +331,7 @@ def test_heard_serve_with_queue_runs_uploads_on_a_worker(
     from fastapi.testclient import TestClient
 
     from heard.server.app import ServerSettings, create_app
-    from heard.server.auth import add_user
+    from heard.store.users import add_user
 
     db = Database(pg_url)
     app = create_app(ServerSettings(db, tmp_path / "uploads", queue=True))

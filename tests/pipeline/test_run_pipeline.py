@@ -13,9 +13,9 @@ from sqlalchemy.orm import ORMExecuteState, Session
 
 from heard.errors import AudioError, NotFoundError
 from heard.pipeline import PipelineOptions, PipelineOutcome, run_pipeline
-from heard.pipeline.holder import this_holder
 from heard.pipeline.steps import claim_track, recover_stuck
 from heard.store.database import Database
+from heard.store.holder import this_holder
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases, track_states
 from heard.store.models import AudioTrack, Phrase, TrackStatus
 from heard.testing import FakeClock, FakeTranscriber
@@ -196,7 +196,7 @@ def test_a_crash_while_writing_phrases_leaves_the_old_ones(
     listeners = {"after_delete": ("do_orm_execute", crash_after_delete),
                  "after_insert": ("after_flush", crash_after_flush)}  # fmt: skip
     if where == "before_delete":
-        monkeypatch.setattr("heard.pipeline.steps.build_phrases", crash_before_delete)
+        monkeypatch.setattr("heard.store.phrases.build_phrases", crash_before_delete)
     else:
         event.listen(Session, *listeners[where])
     try:

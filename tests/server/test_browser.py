@@ -22,8 +22,8 @@ import pytest
 
 from heard.asr.audio import load_audio
 from heard.server.app import ServerSettings, create_app
-from heard.server.auth import add_user
 from heard.store.database import Database
+from heard.store.users import add_user
 from tests.conftest import AUDIO, REPO
 
 pytestmark = [pytest.mark.asr, pytest.mark.system]
@@ -124,7 +124,7 @@ def test_meetings_page_lists_and_exports(live_server) -> None:  # type: ignore[n
     from heard.store.meetings import TrackSpec, create_meeting
 
     url, token, db = live_server
-    from heard.server.auth import authenticate
+    from heard.store.users import authenticate
 
     owner = authenticate(db, token)
     assert owner is not None

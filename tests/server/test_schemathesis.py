@@ -13,8 +13,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from heard.server.app import ServerSettings, create_app
-from heard.server.auth import add_user
 from heard.store.database import Database
+from heard.store.users import add_user
 
 # Schemathesis reads the spec when the module is collected, so the app is built here.
 FOLDER = Path(tempfile.mkdtemp(prefix="heard-schemathesis-"))

@@ -76,7 +76,7 @@ def live(
     from heard.llm.providers import provider_from_env
     from heard.memory.evidence import EvidenceIndex
     from heard.memory.recall import MemoryRecall
-    from heard.memory.store import load_index
+    from heard.memory.utterances import load_index
     from heard.transcript.events import read_events
 
     loaded = read_events(events)

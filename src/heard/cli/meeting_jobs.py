@@ -14,9 +14,9 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from heard.asr.audio import probe_audio
 from heard.errors import InputError, NotFoundError
 from heard.pipeline import PipelineOutcome, TrackProgress, run_pipeline
-from heard.pipeline.holder import holder_is_gone
 from heard.pipeline.steps import ClaimedTrack
 from heard.store.database import Database
+from heard.store.holder import holder_is_gone
 from heard.store.meetings import (
     MeetingSummary,
     TrackSpec,

@@ -32,7 +32,7 @@ def ingest(
 ) -> None:
     """Store final utterances as evidence (all of the file, or nothing)."""
     from heard.cli.meeting_jobs import open_store
-    from heard.memory.store import ingest_file
+    from heard.memory.utterances import ingest_file
 
     database = open_store(db)
     database.migrate()
@@ -85,7 +85,7 @@ def _recaller(db: str | None, memory: Path | None, dense: bool | None) -> Memory
     from heard.cli.meeting_jobs import open_store
     from heard.llm.providers import provider_from_env
     from heard.memory.recall import MemoryRecall, RecallOptions
-    from heard.memory.store import load_index
+    from heard.memory.utterances import load_index
 
     database = open_store(db)
     workspace = _workspace(memory)

@@ -26,8 +26,8 @@ def users_add(
     db: DbOption = None,
 ) -> None:
     """Create a user and print their first token (shown this once; only its hash is kept)."""
-    from heard.server.auth import add_user
     from heard.store.database import Database
+    from heard.store.users import add_user
 
     database = Database(db)
     database.migrate()
@@ -43,8 +43,8 @@ def users_token(
     db: DbOption = None,
 ) -> None:
     """Print another token for an existing user (shown this once)."""
-    from heard.server.auth import add_token
     from heard.store.database import Database
+    from heard.store.users import add_token
 
     database = Database(db)
     database.migrate()

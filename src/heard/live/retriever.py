@@ -8,8 +8,8 @@ import threading
 from heard.live.conversation import Retrieved
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.recall import MemoryRecall
-from heard.memory.store import store_evidence
 from heard.store.database import Database
+from heard.store.evidence import StoredUtterance, store_utterances
 
 __all__ = ["MemoryRetriever"]
 
@@ -62,6 +62,8 @@ class MemoryRetriever:
 
     def _remember(self, evidence: Evidence) -> None:
         if self.database is not None:
-            store_evidence(self.database, [(evidence, self.session)], owner=self.owner)
+            e = evidence
+            utterance = StoredUtterance(e.id, e.speaker, e.text, e.conversation, self.session, e.t)
+            store_utterances(self.database, [utterance], owner=self.owner)
         with self._lock:
             self.evidence.add(evidence)

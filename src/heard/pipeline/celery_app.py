@@ -31,10 +31,9 @@ from functools import cache
 from typing import Any
 
 from celery import Celery, Task
-from sqlalchemy import select
 
 from heard.asr.transcribers import load_transcriber
-from heard.errors import BrokerError
+from heard.errors import BrokerError, NotFoundError
 from heard.pipeline.steps import (
     PipelineOptions,
     build_meeting,
@@ -44,7 +43,8 @@ from heard.pipeline.steps import (
 )
 from heard.settings import Settings, settings
 from heard.store.database import Database
-from heard.store.models import AudioTrack, TrackStatus, utc_now
+from heard.store.models import TrackStatus, utc_now
+from heard.store.tracks import meeting_finished, open_track_ids, track_status
 
 __all__ = [
     "app",
@@ -108,28 +108,20 @@ def _backoff(retries: int, first_s: float) -> float:
     return float(min(first_s * 2**retries, MAX_BACKOFF_S))
 
 
-def _meeting_finished(db: Database, meeting_id: uuid.UUID) -> bool:
-    with db.session() as s:
-        statuses = s.scalars(select(AudioTrack.status).where(AudioTrack.meeting_id == meeting_id))
-        return all(st in (TrackStatus.DONE, TrackStatus.FAILED) for st in statuses)
-
-
 @app.task(bind=True, name="heard.transcribe_track", max_retries=None)
 def transcribe_track_task(self: Task, track_id: str) -> str:
     db, options = _db(), _options()
     tid = uuid.UUID(track_id)
-    with db.session() as s:
-        track = s.get(AudioTrack, tid)
-        if track is None:
-            return "gone"
-        meeting_id, status, updated_at = track.meeting_id, track.status, track.updated_at
+    try:
+        meeting_id, status, updated_at = track_status(db, tid)
+    except NotFoundError:
+        return "gone"
     if status is TrackStatus.RECORDING:
         raise self.retry(countdown=_backoff(self.request.retries, options.retry_delay_s))
     if status is TrackStatus.TRANSCRIBING:
         now = utc_now()
         recover_stuck(db, meeting_id, now, options)
-        with db.session() as s:
-            status = s.get_one(AudioTrack, tid).status
+        status = track_status(db, tid)[1]
         if status is TrackStatus.TRANSCRIBING:
             # Someone holds it, alive or dead: look again when the claim would have expired.
             wait_s = options.stuck_after_s - (now - updated_at).total_seconds() + 1
@@ -141,7 +133,7 @@ def transcribe_track_task(self: Task, track_id: str) -> str:
             status = transcribe_claimed(db, claim, transcriber, utc_now, options)
             if status is TrackStatus.PENDING:  # a transient error; attempts remain
                 raise self.retry(countdown=_backoff(self.request.retries, 5.0))
-    if _meeting_finished(db, meeting_id):
+    if meeting_finished(db, meeting_id):
         build_meeting_task.delay(str(meeting_id))
     return str(status)
 
@@ -164,13 +156,7 @@ def check_broker(timeout_s: float = 3.0) -> None:
 
 def enqueue_meeting(db: Database, meeting_id: uuid.UUID) -> int:
     """Send a task for every unfinished track (or the build, if none); count the tasks."""
-    with db.session() as s:
-        open_tracks = s.scalars(
-            select(AudioTrack.id).where(
-                AudioTrack.meeting_id == meeting_id,
-                AudioTrack.status.not_in([TrackStatus.DONE, TrackStatus.FAILED]),
-            )
-        ).all()
+    open_tracks = open_track_ids(db, meeting_id)
     try:
         for track_id in open_tracks:
             transcribe_track_task.delay(str(track_id))

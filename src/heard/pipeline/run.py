@@ -11,8 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import select
-
 from heard.asr.transcriber import Transcriber
 from heard.pipeline.steps import (
     ClaimedTrack,
@@ -24,8 +22,9 @@ from heard.pipeline.steps import (
     transcribe_claimed,
 )
 from heard.store.database import Database
-from heard.store.meetings import resolve_meeting_id
-from heard.store.models import AudioTrack, MeetingStatus, TrackStatus, utc_now
+from heard.store.meetings import find_meeting_id
+from heard.store.models import MeetingStatus, TrackStatus, utc_now
+from heard.store.tracks import pending_track_ids
 
 __all__ = ["PipelineOutcome", "PipelineResult", "TrackProgress", "run_pipeline"]
 
@@ -74,18 +73,12 @@ def run_pipeline(
     ``transcriber=None`` means transcription is disabled: nothing is done.
     """
     options = options or PipelineOptions()
-    with db.session() as s:
-        mid = resolve_meeting_id(s, meeting_id)
+    mid = find_meeting_id(db, meeting_id)
     if transcriber is None:
         return PipelineResult(mid, PipelineOutcome.NOOP)
     recover_stuck(db, mid, clock(), options)
     while True:
-        with db.session() as s:
-            pending = s.scalars(
-                select(AudioTrack.id)
-                .where(AudioTrack.meeting_id == mid, AudioTrack.status == TrackStatus.PENDING)
-                .order_by(AudioTrack.id)
-            ).all()
+        pending = pending_track_ids(db, mid)
         if not pending:
             break
         for track_id in pending:

@@ -26,21 +26,20 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
-from sqlalchemy import select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from heard.asr.audio import probe_audio
 from heard.asr.transcriber import Transcriber
 from heard.errors import HeardError, InputError, NotFoundError
-from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall
-from heard.memory.store import load_index, store_evidence
+from heard.memory.utterances import as_evidence, load_index
 from heard.memory.workspace import Page, load_workspace
 from heard.pipeline.run import run_pipeline
-from heard.server.auth import Principal, authenticate
 from heard.server.errors import status_of
 from heard.store.database import Database
+from heard.store.evidence import StoredUtterance, store_utterances
 from heard.store.meetings import (
     MeetingSummary,
     TrackSpec,
@@ -48,11 +47,12 @@ from heard.store.meetings import (
     get_meeting,
     list_meetings,
     meeting_phrases,
-    resolve_meeting_id,
     track_states,
     transcript_document,
 )
-from heard.store.models import AudioTrack, Participant, TrackStatus
+from heard.store.models import TrackStatus
+from heard.store.tracks import track_of, upload_track
+from heard.store.users import Principal, authenticate
 from heard.timeline.formats import render
 from heard.transcript.tokenize import tokenize
 
@@ -258,11 +258,11 @@ class Memories:
         with memory.lock:
             memory.recall = recall
 
-    def store(self, owner: str, items: list[tuple[Evidence, str]]) -> int:
+    def store(self, owner: str, items: list[StoredUtterance]) -> int:
         memory = self.of(owner)
         with memory.lock:
-            count = store_evidence(self.db, items, source="utterances", owner=owner)
-            memory.index.extend(e for e, _ in items)
+            count = store_utterances(self.db, items, source="utterances", owner=owner)
+            memory.index.extend(as_evidence(u) for u in items)
         return count
 
 
@@ -396,7 +396,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         meeting_id: uuid.UUID, participant: str, request: Request, user: User
     ) -> MeetingOut:
         """Upload one participant's audio (any format ffmpeg decodes), as the raw body."""
-        track_id = await asyncio.to_thread(_track_of, db, meeting_id, participant, user.owner)
+        track_id = await asyncio.to_thread(track_of, db, meeting_id, participant, user.owner)
         folder = settings.uploads / user.owner / str(meeting_id)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{track_id}.audio"
@@ -419,7 +419,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             partial.unlink(missing_ok=True)
             raise HTTPException(422, f"{participant}: not decodable audio ({e})") from e
         partial.replace(path)
-        await asyncio.to_thread(_set_track, db, track_id, str(path))
+        await asyncio.to_thread(upload_track, db, track_id, str(path))
         return meeting_out(meeting_id, user.owner)
 
     @app.post(
@@ -479,7 +479,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     def ingest(body: EvidenceIn, user: User) -> StoredOut:
         """Store final utterances as evidence: all of them, or none."""
         items = [
-            (Evidence(u.id, u.speaker, u.text, u.conversation or u.session, u.t), u.session)
+            StoredUtterance(u.id, u.speaker, u.text, u.conversation or u.session, u.session, u.t)
             for u in body.utterances
         ]
         return StoredOut(stored=memories.store(user.owner, items))
@@ -579,27 +579,3 @@ def _page_out(page: Page) -> PageOut:
         edges=list(page.edges),
         body=page.body,
     )
-
-
-def _track_of(db: Database, meeting_id: uuid.UUID, participant: str, owner: str) -> uuid.UUID:
-    with db.session() as s:
-        mid = resolve_meeting_id(s, meeting_id, owner)
-        track_id = s.scalar(
-            select(AudioTrack.id)
-            .join(Participant, AudioTrack.participant_id == Participant.id)
-            .where(AudioTrack.meeting_id == mid, Participant.name == participant)
-        )
-        if track_id is None:
-            raise NotFoundError(f"meeting {meeting_id} has no participant {participant!r}")
-        return track_id
-
-
-def _set_track(db: Database, track_id: uuid.UUID, location: str) -> None:
-    with db.session() as s:
-        track = s.get_one(AudioTrack, track_id)
-        track.location = location
-        if track.status in (TrackStatus.RECORDING, TrackStatus.FAILED, TrackStatus.DONE):
-            track.status = TrackStatus.PENDING
-            track.attempts = 0
-            track.last_error = None
-            track.segments = None

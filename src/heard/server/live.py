@@ -49,7 +49,7 @@ from heard.release.translation import (
     TranslationQueue,
     Translator,
 )
-from heard.server.auth import authenticate
+from heard.store.users import authenticate
 from heard.transcript.events import EventKind, TranscriptEvent, parse_event
 from heard.transcript.session import TranscriptStep
 

@@ -32,6 +32,7 @@ __all__ = [
     "TrackSpec",
     "TrackState",
     "create_meeting",
+    "find_meeting_id",
     "get_meeting",
     "list_meetings",
     "meeting_phrases",
@@ -178,6 +179,14 @@ def _summary(session: Session, meeting: Meeting) -> MeetingSummary:
         tuple(p.name for p in meeting.participants),
         count,
     )
+
+
+def find_meeting_id(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> uuid.UUID:
+    """The full id of a meeting given by id or unique prefix (``NotFoundError`` if none)."""
+    with db.session() as s:
+        return resolve_meeting_id(s, meeting_id, owner)
 
 
 def get_meeting(

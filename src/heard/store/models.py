@@ -155,7 +155,7 @@ class AudioTrack(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now)
     claimed_by: Mapped[str | None] = mapped_column(String(300))
-    """``host:pid:start`` of the process transcribing it (heard.pipeline.holder)."""
+    """``host:pid:start`` of the process transcribing it (heard.store.holder)."""
     segments: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     """The transcriber's segments (track-relative seconds) once done."""
     transcriber: Mapped[str | None] = mapped_column(String(200))

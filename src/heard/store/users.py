@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from heard.errors import ConflictError, InputError
+from heard.errors import ConflictError, InputError, NotFoundError
 from heard.store.database import Database
 from heard.store.models import ApiToken, User
 
@@ -65,7 +65,7 @@ def add_token(db: Database, name: str) -> str:
     with db.session() as s:
         user_id = s.scalar(select(User.id).where(User.name == name.strip()))
         if user_id is None:
-            raise InputError(f"no user {name!r} (`heard users add {name}` creates one)")
+            raise NotFoundError(f"no user {name!r} (`heard users add {name}` creates one)")
         s.add(ApiToken(user_id=user_id, digest=digest(token)))
     return token
 

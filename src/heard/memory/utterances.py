@@ -1,4 +1,4 @@
-"""Evidence in the SQL store: ingest a JSONL file all or nothing, load it for recall.
+"""Utterances in and out of memory: read a JSONL file (all or nothing), build the index.
 
 The JSONL format (ARCHITECTURE.md): ``{"id": "D1:3", "speaker": "Caroline",
 "text": "...", "session": "s1", "t": "2023-05-08T13:56:00Z"}``; ``conversation``
@@ -12,15 +12,14 @@ import json
 from pathlib import Path
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import select
 
-from heard.errors import ConflictError, InputError
+from heard.errors import InputError
 from heard.memory.dense import Embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.store.database import Database
-from heard.store.models import EvidenceRow
+from heard.store.evidence import StoredUtterance, load_utterances, store_utterances
 
-__all__ = ["ingest_file", "load_index", "read_utterances"]
+__all__ = ["as_evidence", "ingest_file", "load_index", "read_utterances"]
 
 
 class _Utterance(BaseModel):
@@ -33,12 +32,18 @@ class _Utterance(BaseModel):
     t: AwareDatetime | None = Field(default=None, strict=False)
 
 
-def read_utterances(path: str | Path) -> list[tuple[Evidence, str]]:
-    """Validate a whole utterance file; ``(evidence, session)`` per line."""
+def as_evidence(utterance: StoredUtterance) -> Evidence:
+    return Evidence(
+        utterance.id, utterance.speaker, utterance.text, utterance.conversation, utterance.t
+    )
+
+
+def read_utterances(path: str | Path) -> list[StoredUtterance]:
+    """Validate a whole utterance file; one utterance per line."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
-    out: list[tuple[Evidence, str]] = []
+    out: list[StoredUtterance] = []
     seen: set[str] = set()
     with p.open(encoding="utf-8", errors="strict") as f:
         try:
@@ -68,7 +73,7 @@ def read_utterances(path: str | Path) -> list[tuple[Evidence, str]]:
             raise InputError(f"{where}: id {u.id!r} appears twice in the file")
         seen.add(u.id)
         conversation = u.conversation or u.session
-        out.append((Evidence(u.id, u.speaker, u.text, conversation, u.t), u.session))
+        out.append(StoredUtterance(u.id, u.speaker, u.text, conversation, u.session, u.t))
     if not out:
         raise InputError(f"{p}: no utterances (the file is empty)")
     return out
@@ -76,51 +81,11 @@ def read_utterances(path: str | Path) -> list[tuple[Evidence, str]]:
 
 def ingest_file(db: Database, path: str | Path, *, owner: str = "") -> int:
     """Store every utterance of ``path`` in one transaction; nothing if any is bad."""
-    return store_evidence(db, read_utterances(path), source=str(path), owner=owner)
-
-
-def store_evidence(
-    db: Database,
-    items: list[tuple[Evidence, str]],
-    *,
-    source: str = "evidence",
-    owner: str = "",
-) -> int:
-    """Store ``(evidence, session)`` pairs in one transaction; none if an id is taken."""
-    with db.session() as s:
-        ids = [e.id for e, _ in items]
-        if len(set(ids)) != len(ids):
-            raise InputError(f"{source}: the same id appears twice")
-        taken = s.scalars(
-            select(EvidenceRow.ext_id).where(
-                EvidenceRow.owner == owner, EvidenceRow.ext_id.in_(ids)
-            )
-        ).all()
-        if taken:
-            raise ConflictError(f"{source}: ids already in memory: {', '.join(sorted(taken)[:5])}")
-        s.add_all(
-            EvidenceRow(
-                owner=owner,
-                ext_id=e.id,
-                speaker=e.speaker,
-                text=e.text,
-                conversation=e.conversation,
-                session=session,
-                t=e.t,
-            )
-            for e, session in items
-        )
-    return len(items)
+    return store_utterances(db, read_utterances(path), source=str(path), owner=owner)
 
 
 def load_index(db: Database, embedder: Embedder | None = None, *, owner: str = "") -> EvidenceIndex:
     """An index over every utterance ``owner`` stored, in the order they were stored."""
     index = EvidenceIndex(embedder)
-    with db.session() as s:
-        rows = s.scalars(
-            select(EvidenceRow).where(EvidenceRow.owner == owner).order_by(EvidenceRow.seq)
-        )
-        index.extend(
-            Evidence(row.ext_id, row.speaker, row.text, row.conversation, row.t) for row in rows
-        )
+    index.extend(as_evidence(u) for u in load_utterances(db, owner=owner))
     return index

@@ -1,0 +1,230 @@
+"""A track's life in the store: the one place its status changes.
+
+    create    -> recording | pending           (heard.store.meetings.create_meeting)
+    upload    recording | failed | done -> pending   (new audio; a pending or transcribing
+                                                      track only gets the new location)
+    claim     pending -> transcribing          (compare-and-set: one runner wins)
+    recover   transcribing -> pending | failed (its holder is gone, or it is too old)
+    record    transcribing -> done | pending | failed   (the claim's outcome; only while
+                                                          the claim is still the current one)
+
+``TRANSITIONS`` holds the table; every function below changes a status only from the states
+the table allows, each in one transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, select, update
+
+from heard.errors import NotFoundError
+from heard.store.database import Database
+from heard.store.holder import holder_is_gone, this_holder
+from heard.store.meetings import resolve_meeting_id
+from heard.store.models import AudioTrack, Participant, TrackStatus
+
+__all__ = [
+    "TRANSITIONS",
+    "ClaimedTrack",
+    "claim_track",
+    "meeting_finished",
+    "open_track_ids",
+    "pending_track_ids",
+    "record_outcome",
+    "recover_abandoned",
+    "track_of",
+    "track_status",
+    "upload_track",
+]
+
+S = TrackStatus
+TRANSITIONS: dict[str, tuple[frozenset[TrackStatus], frozenset[TrackStatus]]] = {
+    "upload": (frozenset({S.RECORDING, S.FAILED, S.DONE}), frozenset({S.PENDING})),
+    "claim": (frozenset({S.PENDING}), frozenset({S.TRANSCRIBING})),
+    "recover": (frozenset({S.TRANSCRIBING}), frozenset({S.PENDING, S.FAILED})),
+    "record": (frozenset({S.TRANSCRIBING}), frozenset({S.DONE, S.PENDING, S.FAILED})),
+}
+"""Each event: the statuses it may leave, and those it may lead to."""
+FINISHED = frozenset({S.DONE, S.FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedTrack:
+    id: uuid.UUID
+    participant: str
+    location: str
+    channel: int | None
+    attempts: int
+
+
+def track_of(db: Database, meeting_id: uuid.UUID | str, participant: str, owner: str) -> uuid.UUID:
+    """The id of ``participant``'s track in the meeting (``NotFoundError`` if none)."""
+    with db.session() as s:
+        mid = resolve_meeting_id(s, meeting_id, owner)
+        track_id = s.scalar(
+            select(AudioTrack.id)
+            .join(Participant, AudioTrack.participant_id == Participant.id)
+            .where(AudioTrack.meeting_id == mid, Participant.name == participant)
+        )
+        if track_id is None:
+            raise NotFoundError(f"meeting {meeting_id} has no participant {participant!r}")
+        return track_id
+
+
+def track_status(db: Database, track_id: uuid.UUID) -> tuple[uuid.UUID, TrackStatus, datetime]:
+    """The track's meeting, status and last change (``NotFoundError`` if it is gone)."""
+    with db.session() as s:
+        track = s.get(AudioTrack, track_id)
+        if track is None:
+            raise NotFoundError(f"no track {track_id}")
+        return track.meeting_id, track.status, track.updated_at
+
+
+def pending_track_ids(db: Database, meeting_id: uuid.UUID) -> list[uuid.UUID]:
+    with db.session() as s:
+        return list(
+            s.scalars(
+                select(AudioTrack.id)
+                .where(AudioTrack.meeting_id == meeting_id, AudioTrack.status == S.PENDING)
+                .order_by(AudioTrack.id)
+            )
+        )
+
+
+def open_track_ids(db: Database, meeting_id: uuid.UUID) -> list[uuid.UUID]:
+    """The meeting's tracks that are neither done nor failed."""
+    with db.session() as s:
+        return list(
+            s.scalars(
+                select(AudioTrack.id).where(
+                    AudioTrack.meeting_id == meeting_id, AudioTrack.status.not_in(FINISHED)
+                )
+            )
+        )
+
+
+def meeting_finished(db: Database, meeting_id: uuid.UUID) -> bool:
+    """True when every track of the meeting is done or failed."""
+    return not open_track_ids(db, meeting_id)
+
+
+def upload_track(db: Database, track_id: uuid.UUID, location: str) -> None:
+    """New audio for a track: a recording, failed or done track starts over as pending."""
+    with db.session() as s:
+        track = s.get_one(AudioTrack, track_id)
+        track.location = location
+        if track.status in TRANSITIONS["upload"][0]:
+            track.status = S.PENDING
+            track.attempts = 0
+            track.last_error = None
+            track.segments = None
+
+
+def claim_track(
+    db: Database, track_id: uuid.UUID, now: datetime, holder: str | None = None
+) -> ClaimedTrack | None:
+    """``pending -> transcribing`` if still pending (compare-and-set); None if someone else won.
+
+    ``holder`` names the process that will transcribe it (default: this one).
+    """
+    with db.session() as s:
+        result = s.execute(
+            update(AudioTrack)
+            .where(AudioTrack.id == track_id, AudioTrack.status.in_(TRANSITIONS["claim"][0]))
+            .values(
+                status=S.TRANSCRIBING,
+                attempts=AudioTrack.attempts + 1,
+                updated_at=now,
+                claimed_by=holder or this_holder(),
+            )
+        )
+        if cast(CursorResult[Any], result).rowcount != 1:
+            return None
+        track = s.get_one(AudioTrack, track_id)
+        name = s.get_one(Participant, track.participant_id).name
+        return ClaimedTrack(track.id, name, track.location, track.channel, track.attempts)
+
+
+def recover_abandoned(
+    db: Database,
+    meeting_id: uuid.UUID,
+    now: datetime,
+    *,
+    stuck_after_s: float,
+    max_attempts: int,
+    is_gone: Callable[[str | None], bool] = holder_is_gone,
+) -> int:
+    """Return abandoned ``transcribing`` tracks to ``pending`` (or ``failed`` after the last
+    attempt); count them.
+
+    A track is abandoned when the process holding its claim is gone (known at once on this
+    host) or when its claim is older than ``stuck_after_s`` (a runner elsewhere).
+    """
+    cutoff = now - timedelta(seconds=stuck_after_s)
+    with db.session() as s:
+        transcribing = s.scalars(
+            select(AudioTrack).where(
+                AudioTrack.meeting_id == meeting_id,
+                AudioTrack.status.in_(TRANSITIONS["recover"][0]),
+            )
+        ).all()
+        recovered = 0
+        for track in transcribing:
+            if is_gone(track.claimed_by):
+                why = f"its process {track.claimed_by} is gone"
+            elif track.updated_at < cutoff:
+                why = f"no progress for {stuck_after_s:.0f} s"
+            else:
+                continue
+            recovered += 1
+            if track.attempts >= max_attempts:
+                track.status = S.FAILED
+                track.last_error = (
+                    f"abandoned in transcribing after {track.attempts} attempts ({why})"
+                )
+            else:
+                track.status = S.PENDING
+                track.last_error = f"abandoned in transcribing ({why})"
+            track.updated_at = now
+            track.claimed_by = None
+        return recovered
+
+
+def record_outcome(
+    db: Database,
+    claim: ClaimedTrack,
+    now: datetime,
+    *,
+    segments: list[dict[str, Any]] | None,
+    transcriber: str,
+    error: str | None = None,
+    retry: bool = False,
+) -> TrackStatus:
+    """Write what the claim's transcription gave: its ``segments`` (``done``), or its
+    ``error``: ``pending`` again when ``retry``, else ``failed``. Returns the new status.
+
+    Only the claim's own ``transcribing`` state is overwritten: a track recovered and claimed
+    again meanwhile belongs to the newer attempt, and is left as it is.
+    """
+    values: dict[str, Any] = {"updated_at": now, "claimed_by": None}
+    if error is None:
+        values |= {"status": S.DONE, "segments": segments, "transcriber": transcriber,
+                   "last_error": None}  # fmt: skip
+    else:
+        values |= {"status": S.PENDING if retry else S.FAILED, "last_error": error}
+    with db.session() as s:
+        s.execute(
+            update(AudioTrack)
+            .where(
+                AudioTrack.id == claim.id,
+                AudioTrack.status.in_(TRANSITIONS["record"][0]),
+                AudioTrack.attempts == claim.attempts,
+            )
+            .values(**values)
+        )
+    return TrackStatus(values["status"])
