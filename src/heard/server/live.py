@@ -54,7 +54,7 @@ from heard.transcript.events import EventKind, TranscriptEvent, parse_event
 from heard.transcript.session import TranscriptStep
 
 if TYPE_CHECKING:
-    from heard.server.app import Memories, ServerSettings
+    from heard.server.state import Memories, ServerSettings
 
 __all__ = ["MAX_FRAME_BYTES", "mount_live"]
 
