@@ -1,6 +1,6 @@
 """Speculations fired on the real partial logs for a grid of gate settings.
 
-What the defaults in ``heard.transcript.gate`` were chosen from: retrievals per
+What the defaults in ``heard.transcript.speculation`` were chosen from: retrievals per
 turn (cost) against how fresh the last speculative query is when the final
 arrives (the share of the final's content tokens it already held).
 
@@ -15,8 +15,8 @@ from collections import Counter
 
 from heard.samples import SAMPLE_LOGS, sample_path
 from heard.transcript.events import read_events
-from heard.transcript.gate import GateConfig
-from heard.transcript.session import TranscriptSession
+from heard.transcript.speculation import GateConfig
+from heard.transcript.stabilizer import TranscriptStabilizer
 from heard.transcript.tokenize import content_tokens
 
 DEBOUNCE_MS = (0, 300, 1000)
@@ -25,7 +25,7 @@ MIN_NEW = (1, 2, 3)
 
 def measure(name: str, config: GateConfig) -> dict[str, object]:
     events = read_events(sample_path(name))
-    session = TranscriptSession(gate=config)
+    session = TranscriptStabilizer(gate=config)
     last_query: tuple[str, ...] = ()
     for step in session.replay(events[:-1]):
         if step.decision.fires:

@@ -29,7 +29,8 @@ import numpy as np
 
 from heard.asr import FasterWhisperTranscriber, load_audio
 from heard.samples import sample_meeting
-from heard.timeline.phrases import Segment, Track, build_phrases
+from heard.speech import Segment
+from heard.timeline.phrases import Track, build_phrases
 
 PEER = r"""
 import sys

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from heard.asr.streaming import StreamOptions, stream_events
-from heard.live.conversation import Conversation, replay
+from heard.live.conversation import Conversation, feed_at_pace
 from heard.live.retriever import MemoryRetriever
 from heard.memory.dense import Embedder, default_embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
@@ -106,7 +106,7 @@ def run(
             c = Conversation(
                 retriever, prefetch=prefetch, reuse_jaccard=threshold, release_mode=None
             )
-            asyncio.run(replay(c, events, speed))
+            asyncio.run(feed_at_pace(c, events, speed))
             if not c.contexts:
                 continue
             ctx = c.contexts[-1]

@@ -5,7 +5,7 @@ revisions an hour) the way re-decoding recognizers do: the text grows about 2.5
 words a second, the last word is often wrong, case and punctuation flip, and now
 and then a word inside the prefix changes. Measured side by side in one run:
 
-* ``heard session``: ``TranscriptSession`` (turns, accumulator, strong signals,
+* ``heard session``: ``TranscriptStabilizer`` (turns, accumulator, strong signals,
   speculation gate) - what ``heard replay`` and a live conversation run;
 * ``heard accumulator``: ``TranscriptAccumulator`` alone;
 * ``LocalAgreement-2``: the commit policy of whisper_streaming, re-implemented
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from heard.transcript.accumulator import TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent
-from heard.transcript.session import TranscriptSession
 from heard.transcript.signals import SignalExtractor
+from heard.transcript.stabilizer import TranscriptStabilizer
 from peers import LocalAgreement2
 
 VOCABULARY = """
@@ -72,7 +72,7 @@ def synthetic_conversation(minutes: float, seed: int = 1) -> list[TranscriptEven
 
 
 def run_session(events: list[TranscriptEvent]) -> int:
-    session = TranscriptSession(signals=SignalExtractor(ENTITIES))
+    session = TranscriptStabilizer(signals=SignalExtractor(ENTITIES))
     for event in events:
         session.on_event(event)
     return session.summary.speculations

@@ -12,6 +12,7 @@ from heard.errors import ProviderError
 from heard.llm import Provider, ToolCall, ToolSpec
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.release.translation import Translator
+from heard.speech import Segment
 from heard.testing import (
     FakeClock,
     FakeTranscriber,
@@ -20,7 +21,6 @@ from heard.testing import (
     ScriptedRetriever,
     ScriptedTranslator,
 )
-from heard.timeline.phrases import Segment
 
 TOOL = ToolSpec("decide", "Decide.")
 

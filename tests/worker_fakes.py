@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from heard.timeline.phrases import Segment
+from heard.speech import Segment
 
 
 def fake_segments(location: str) -> list[Segment]:

@@ -41,7 +41,7 @@ _EXPORTS = {
     "ReleaseMode": "heard.release",
     "ReleaseTracker": "heard.release",
     "ReleaseUnit": "heard.release",
-    "Segment": "heard.timeline",
+    "Segment": "heard.speech",
     "SignalExtractor": "heard.transcript",
     "Signals": "heard.transcript",
     "SpeculationGate": "heard.transcript",
@@ -51,7 +51,7 @@ _EXPORTS = {
     "Transcriber": "heard.asr",
     "TranscriptAccumulator": "heard.transcript",
     "TranscriptEvent": "heard.transcript",
-    "TranscriptSession": "heard.transcript",
+    "TranscriptStabilizer": "heard.transcript",
     "TranscriptStep": "heard.transcript",
     "TranslationQueue": "heard.release",
     "TurnId": "heard.transcript",
@@ -110,7 +110,7 @@ __all__ = [
     "Transcriber",
     "TranscriptAccumulator",
     "TranscriptEvent",
-    "TranscriptSession",
+    "TranscriptStabilizer",
     "TranscriptStep",
     "TranslationQueue",
     "TurnId",
@@ -157,9 +157,10 @@ if _typing.TYPE_CHECKING:
         ReleaseUnit,
         TranslationQueue,
     )
+    from heard.speech import Segment
     from heard.store import Database, MeetingStatus, TrackStatus
     from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
-    from heard.timeline import PhraseDraft, Segment, Track, build_phrases
+    from heard.timeline import PhraseDraft, Track, build_phrases
     from heard.transcript import (
         EventKind,
         GateConfig,
@@ -171,7 +172,7 @@ if _typing.TYPE_CHECKING:
         SpeculationGate,
         TranscriptAccumulator,
         TranscriptEvent,
-        TranscriptSession,
+        TranscriptStabilizer,
         TranscriptStep,
         TurnId,
         TurnTracker,

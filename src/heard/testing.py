@@ -14,7 +14,7 @@ recorded for the test to look at:
 * ``FakeClock``: a time of day that moves only when told (the pipeline's clock).
 
     from heard.testing import FakeTranscriber
-    from heard.timeline.phrases import Segment
+    from heard.speech import Segment
 
     fake = FakeTranscriber({"alice.wav": [Segment(0.0, 2.0, "hello")]})
     run_pipeline(meeting_id, db=db, transcriber=fake)
@@ -39,7 +39,7 @@ from heard.errors import ProviderError
 from heard.live.conversation import Retrieved
 from heard.llm.provider import ToolCall, ToolSpec
 from heard.memory.evidence import Evidence, Recalled
-from heard.timeline.phrases import Segment
+from heard.speech import Segment
 
 __all__ = [
     "Answer",

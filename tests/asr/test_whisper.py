@@ -17,9 +17,9 @@ from heard.asr import FasterWhisperTranscriber, WhisperOptions, load_audio, prob
 from heard.asr.whisper import _load_model
 from heard.errors import AudioError
 from heard.pipeline import PipelineOutcome, run_pipeline
+from heard.speech import Segment
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
-from heard.timeline.phrases import Segment
 from tests.conftest import AUDIO
 
 pytestmark = pytest.mark.asr

@@ -13,7 +13,7 @@ from heard.memory.recall import MemoryRecall
 from heard.release.tracker import ReleaseUnit
 from heard.testing import ScriptedRetriever
 from heard.transcript.events import EventKind, TranscriptEvent
-from heard.transcript.gate import GateConfig
+from heard.transcript.speculation import GateConfig
 
 
 def partial(t: int, text: str, who: str = "user") -> TranscriptEvent:

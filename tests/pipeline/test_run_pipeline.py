@@ -14,12 +14,13 @@ from sqlalchemy.orm import ORMExecuteState, Session
 from heard.errors import AudioError, NotFoundError
 from heard.pipeline import PipelineOptions, PipelineOutcome, run_pipeline
 from heard.pipeline.steps import claim_track, recover_stuck
+from heard.speech import Segment
 from heard.store.database import Database
 from heard.store.holder import this_holder
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases, track_states
 from heard.store.models import AudioTrack, Phrase, TrackStatus
 from heard.testing import FakeClock, FakeTranscriber
-from heard.timeline.phrases import Segment, Track, build_phrases
+from heard.timeline.phrases import Track, build_phrases
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

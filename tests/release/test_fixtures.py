@@ -74,9 +74,9 @@ def test_on_the_alternating_fixture_balanced_escalates_and_returns() -> None:
             tracker.on_finalize(e.text, e.t_ms)
         else:
             tracker.on_partial(e.text, e.t_ms)
-    states = [up for _, up in tracker.transitions]
+    states = [c.escalated for c in tracker.transitions]
     assert states[:2] == [True, False], "escalates in a bare stretch, returns when punctuated"
     assert all(a != b for a, b in pairwise(states)), "transitions alternate"
-    ups = [t for t, up in tracker.transitions if up]
+    ups = [c.t_ms for c in tracker.transitions if c.escalated]
     for a, b in pairwise(ups):  # the probe test above covers spacing on a longer script
         assert b - a >= ESCALATE_AFTER_MS

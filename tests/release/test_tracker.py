@@ -103,7 +103,7 @@ def test_one_stray_boundary_does_not_de_escalate_a_sustained_presence_does() -> 
     words += "then it came. back for good.".split()
     grow(tracker, words, start_ms=t, every_ms=600)
     assert not tracker.escalated
-    assert [e for _, e in tracker.transitions] == [True, False]
+    assert [c.escalated for c in tracker.transitions] == [True, False]
 
 
 def test_escalation_cannot_flip_twice_inside_one_window() -> None:
@@ -119,11 +119,11 @@ def test_escalation_cannot_flip_twice_inside_one_window() -> None:
             tracker.on_partial(" ".join(words), t)
             tracker.poll(t + 250)
             t += 500
-    times = [t for t, _ in tracker.transitions]
+    times = [c.t_ms for c in tracker.transitions]
     assert len(times) >= 3
     for a, b in pairwise(times):
         assert b - a >= 1000  # both directions need evidence: time or two boundaries
-    escalations = [t for t, up in tracker.transitions if up]
+    escalations = [c.t_ms for c in tracker.transitions if c.escalated]
     for a, b in pairwise(escalations):
         assert b - a >= ESCALATE_AFTER_MS
 

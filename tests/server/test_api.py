@@ -14,12 +14,12 @@ from starlette.websockets import WebSocketDisconnect
 
 from heard.pipeline.run import run_pipeline
 from heard.server.app import ServerSettings, create_app
+from heard.speech import Segment
 from heard.store.database import Database
 from heard.store.meetings import track_states
 from heard.store.models import ApiToken
 from heard.store.users import add_user, authenticate, digest
 from heard.testing import FakeTranscriber
-from heard.timeline.phrases import Segment
 from tests.conftest import AUDIO
 
 

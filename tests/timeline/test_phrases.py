@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heard.timeline.phrases import PhraseDraft, Segment, Track, build_phrases
+from heard.speech import Segment
+from heard.timeline.phrases import PhraseDraft, Track, build_phrases
 
 
 def seg(start: float, end: float, text: str) -> Segment:

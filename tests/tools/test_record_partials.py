@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from heard.transcript.events import EventKind, read_events
-from heard.transcript.session import TranscriptSession
+from heard.transcript.stabilizer import TranscriptStabilizer
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "tools" / "record_partials.py"
@@ -42,7 +42,7 @@ def test_records_a_replayable_log_from_real_speech(tmp_path: Path) -> None:
     # tiny.en on espeak-ng speech: these words survive, "weather" may not
     assert "going to" in final
     assert "market" in final
-    session = TranscriptSession()
+    session = TranscriptStabilizer()
     steps = list(session.replay(events))
     assert steps[-1].hypothesis.final
     assert session.summary.turns == 1

@@ -32,9 +32,17 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["StreamOptions", "StreamingRecognizer", "stream_events", "strip_punctuation"]
+__all__ = ["Decoded", "StreamOptions", "StreamingRecognizer", "stream_events", "strip_punctuation"]
 
-Clock = Literal["simulated", "compute"]
+StreamClock = Literal["simulated", "compute"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """What one decode step heard: the utterance so far (a partial) or its final text."""
+
+    kind: EventKind
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +57,7 @@ class StreamOptions:
     """Greedy decoding for partials and finals: latency matters more than the last 1% WER."""
     strip_punctuation: bool = False
     """Emulate recognizers that never punctuate (and do not case)."""
-    clock: Clock = "simulated"
+    clock: StreamClock = "simulated"
 
     def __post_init__(self) -> None:
         if self.chunk_ms <= 0:
@@ -127,7 +135,7 @@ class StreamingRecognizer:
 
         self._audio = np.concatenate([self._audio, np.asarray(samples, dtype=np.float32)])
 
-    def push(self, samples: npt.NDArray[np.float32]) -> list[tuple[EventKind, str]]:
+    def push(self, samples: npt.NDArray[np.float32]) -> list[Decoded]:
         self.append(samples)
         if self.received - self._decoded_to < SAMPLE_RATE * self.chunk_ms // 1000:
             return []
@@ -137,12 +145,12 @@ class StreamingRecognizer:
         text = " ".join(s.text.strip() for s in segments).strip()
         return strip_punctuation(text) if self.options.strip_punctuation else text
 
-    def step(self, audio_end: int) -> list[tuple[EventKind, str]]:
+    def step(self, audio_end: int) -> list[Decoded]:
         """Decode the current utterance up to ``audio_end`` (absolute samples)."""
         o, model = self.options, self._model
         self._decoded_to = audio_end
         buffer = self._audio[self._utt_start - self._offset : audio_end - self._offset]
-        events: list[tuple[EventKind, str]] = []
+        events: list[Decoded] = []
         speech = _speech(buffer)
         if not speech:
             # keep only a short tail
@@ -154,7 +162,7 @@ class StreamingRecognizer:
             if silence_ms >= o.end_silence_ms:
                 text = self._text(_decode(model, buffer[:speech_end], o.beam_size))
                 if text:
-                    events.append((EventKind.FINAL, text))
+                    events.append(Decoded(EventKind.FINAL, text))
                 self._utt_start += speech_end
                 self._previous = []
             elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
@@ -165,7 +173,7 @@ class StreamingRecognizer:
                     done, cut = segments, len(buffer)
                 text = self._text(done)
                 if text:
-                    events.append((EventKind.FINAL, text))
+                    events.append(Decoded(EventKind.FINAL, text))
                 self._utt_start += max(cut, 1)
                 self._previous = []
             else:
@@ -180,13 +188,13 @@ class StreamingRecognizer:
                     agreed += 1
                 if agreed:
                     # Whisper's first segments came out the same twice: commit them.
-                    events.append((EventKind.FINAL, self._text(segments[:agreed])))
+                    events.append(Decoded(EventKind.FINAL, self._text(segments[:agreed])))
                     self._utt_start += int(segments[agreed - 1].end * SAMPLE_RATE)
                     segments, keys = segments[agreed:], keys[agreed:]
                 self._previous = keys
                 text = self._text(segments)
                 if text:
-                    events.append((EventKind.PARTIAL, text))
+                    events.append(Decoded(EventKind.PARTIAL, text))
         # audio before the utterance is never looked at again
         drop = self._utt_start - self._offset
         if drop > 0:
@@ -194,14 +202,14 @@ class StreamingRecognizer:
             self._offset += drop
         return events
 
-    def finish(self) -> list[tuple[EventKind, str]]:
+    def finish(self) -> list[Decoded]:
         """The stream ended: the rest of the utterance, if it holds speech, is the final."""
         rest = self._audio[self._utt_start - self._offset :]
         self._utt_start = self._decoded_to = self.received
         if len(rest) and _speech(rest):
             text = self._text(_decode(self._model, rest, self.options.beam_size))
             if text:
-                return [(EventKind.FINAL, text)]
+                return [Decoded(EventKind.FINAL, text)]
         return []
 
 
@@ -234,11 +242,11 @@ def stream_events(
         events = recognizer.step(audio_end)
         if o.clock == "compute":
             now_ms += (time.perf_counter() - started) * 1000
-        for kind, text in events:
-            yield TranscriptEvent(stamp(now_ms), kind, text, speaker)
+        for d in events:
+            yield TranscriptEvent(stamp(now_ms), d.kind, d.text, speaker)
     started = time.perf_counter()
     events = recognizer.finish()
     if o.clock == "compute":
         now_ms += (time.perf_counter() - started) * 1000
-    for kind, text in events:
-        yield TranscriptEvent(stamp(now_ms), kind, text, speaker)
+    for d in events:
+        yield TranscriptEvent(stamp(now_ms), d.kind, d.text, speaker)

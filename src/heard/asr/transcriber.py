@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from heard.timeline.phrases import Segment
+from heard.speech import Segment
 
 if TYPE_CHECKING:
     import numpy as np

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.asr.transcriber import ProgressCallback
 from heard.errors import MissingDependencyError
-from heard.timeline.phrases import Segment, Word
+from heard.speech import Segment, Word
 
 if TYPE_CHECKING:
     import numpy as np

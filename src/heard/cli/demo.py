@@ -31,14 +31,14 @@ def demo(
     stabilized as they arrive, and a question recalled from the meeting's memory.
     """
     from heard.cli.meeting_jobs import document, transcribe_meeting
-    from heard.cli.transcript import replay_events
+    from heard.cli.transcript import show_replay
     from heard.memory.evidence import Evidence, EvidenceIndex
     from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
     from heard.store.database import Database
     from heard.store.meetings import TrackSpec
     from heard.timeline.formats import render
     from heard.transcript.events import read_events
-    from heard.transcript.session import TranscriptSession
+    from heard.transcript.stabilizer import TranscriptStabilizer
 
     meeting = sample_meeting()
     typer.echo(typer.style(f"== Meeting: {meeting.title}", bold=True))
@@ -58,8 +58,8 @@ def demo(
         memory.add(Evidence(f"{meeting_id[:8]}:{i}", phrase.participant, phrase.text, meeting_id))
     for name in SAMPLE_LOGS:
         typer.echo(typer.style(f"\n== Live partials: {name}", bold=True))
-        session = TranscriptSession()
-        replay_events(read_events(sample_path(name)), session, as_json=False, pace=pace)
+        stabilizer = TranscriptStabilizer()
+        show_replay(read_events(sample_path(name)), stabilizer, as_json=False, pace=pace)
     typer.echo(
         "\nStable text is green; the unstable tail is [bracketed]. Only finals become evidence."
     )

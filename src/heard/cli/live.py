@@ -71,7 +71,7 @@ def live(
     import asyncio
 
     from heard.cli.meeting_jobs import open_store
-    from heard.live.conversation import Conversation, replay
+    from heard.live.conversation import Conversation, feed_at_pace
     from heard.live.retriever import MemoryRetriever
     from heard.llm.providers import provider_from_env
     from heard.memory.evidence import EvidenceIndex
@@ -101,7 +101,7 @@ def live(
     conversation = Conversation(
         retriever, conversation_id=events.stem, prefetch=prefetch, on_context=show
     )
-    asyncio.run(replay(conversation, loaded, speed))
+    asyncio.run(feed_at_pace(conversation, loaded, speed))
     s = conversation.stats
     if not as_json:
         typer.echo(

@@ -13,9 +13,9 @@ import typer
 
 from heard.cli.app import app, reports_errors
 from heard.transcript.events import TranscriptEvent, read_events
-from heard.transcript.gate import GateConfig, GateDecision
-from heard.transcript.session import TranscriptSession, TranscriptStep
 from heard.transcript.signals import SignalExtractor
+from heard.transcript.speculation import GateConfig, GateDecision
+from heard.transcript.stabilizer import TranscriptStabilizer, TranscriptStep
 from heard.transcript.words import WORD_MATCHERS
 
 _DEFAULT_GATE = GateConfig()
@@ -45,8 +45,8 @@ def _render_step(step: TranscriptStep) -> str:
     return f"{step.t_ms:>8}  {step.turn_id!s:<12} {decision} {text}{suffix}"
 
 
-def _render_summary(session: TranscriptSession) -> str:
-    s = session.summary
+def _render_summary(stabilizer: TranscriptStabilizer) -> str:
+    s = stabilizer.summary
     return (
         f"turns {s.turns} · revisions {s.revisions} · speculations fired {s.speculations}"
         f" · contradictions {s.contradictions}"
@@ -54,9 +54,9 @@ def _render_summary(session: TranscriptSession) -> str:
     )
 
 
-def replay_events(
+def show_replay(
     events: Iterable[TranscriptEvent],
-    session: TranscriptSession,
+    stabilizer: TranscriptStabilizer,
     *,
     as_json: bool,
     pace: float = 0.0,
@@ -71,16 +71,16 @@ def replay_events(
             delay = event.t_ms / 1000 / pace - (time.monotonic() - started)
             if delay > 0:
                 time.sleep(delay)
-        step = session.on_event(event)
+        step = stabilizer.on_event(event)
         if as_json:
             steps.append(step.to_dict())
         else:
             typer.echo(_render_step(step))
     if as_json:
-        json.dump({"steps": steps, "summary": session.summary.to_dict()}, sys.stdout, indent=1)
+        json.dump({"steps": steps, "summary": stabilizer.summary.to_dict()}, sys.stdout, indent=1)
         typer.echo()
     else:
-        typer.echo(_render_summary(session))
+        typer.echo(_render_summary(stabilizer))
 
 
 WordMatchOption = Annotated[
@@ -101,11 +101,11 @@ EntityOption = Annotated[
 ]
 
 
-def _session(
+def _stabilizer(
     word_match: str, debounce_ms: int, min_new_tokens: int, entities: list[str] | None
-) -> TranscriptSession:
+) -> TranscriptStabilizer:
     WORD_MATCHERS[word_match]  # reject unknown names before reading anything
-    return TranscriptSession(
+    return TranscriptStabilizer(
         gate=GateConfig(debounce_ms=debounce_ms, min_new_content_tokens=min_new_tokens),
         word_match=word_match,
         signals=SignalExtractor(entities or ()),
@@ -127,5 +127,5 @@ def replay(
     Per event: the turn, stable text, unstable tail and the speculation gate's decision;
     then a summary.
     """
-    session = _session(word_match, debounce_ms, min_new_tokens, entity)
-    replay_events(read_events(events), session, as_json=as_json)
+    stabilizer = _stabilizer(word_match, debounce_ms, min_new_tokens, entity)
+    show_replay(read_events(events), stabilizer, as_json=as_json)

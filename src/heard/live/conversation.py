@@ -1,6 +1,6 @@
 """One live conversation: transcript events in; captions and prepared memory context out.
 
-Per speaker, a ``TranscriptSession`` keeps the stable prefix and the speculation
+Per speaker, a ``TranscriptStabilizer`` keeps the stable prefix and the speculation
 gate. When the gate fires on a partial, a retrieval starts on the stable prefix
 (a newer one cancels the older). The last word of a partial is never stable, so
 the stable prefix always lags the final by a word or more; but when the
@@ -38,9 +38,9 @@ from typing import Literal, Protocol
 from heard.memory.evidence import Evidence, Recalled
 from heard.release.tracker import ReleaseMode, ReleaseTracker, ReleaseUnit
 from heard.transcript.events import EventKind, TranscriptEvent
-from heard.transcript.gate import GateConfig, GateDecision
 from heard.transcript.guard import GenerationGuard
-from heard.transcript.session import TranscriptSession, TranscriptStep
+from heard.transcript.speculation import GateConfig, GateDecision
+from heard.transcript.stabilizer import TranscriptStabilizer, TranscriptStep
 from heard.transcript.tokenize import content_tokens
 from heard.transcript.turns import TurnId
 from heard.transcript.words import normalized_key
@@ -52,7 +52,7 @@ __all__ = [
     "PreparedContext",
     "Retrieved",
     "Retriever",
-    "replay",
+    "feed_at_pace",
     "reusable",
 ]
 
@@ -174,7 +174,7 @@ class Conversation:
     ) -> None:
         self.retriever = retriever
         self.conversation_id = conversation_id
-        self.session = TranscriptSession(gate=gate)
+        self.stabilizer = TranscriptStabilizer(gate=gate)
         self.release_mode = release_mode
         self.prefetch = prefetch
         self.reuse_jaccard = reuse_jaccard
@@ -198,7 +198,7 @@ class Conversation:
 
     async def feed(self, event: TranscriptEvent) -> TranscriptStep:
         """Take one event; returns the transcript step (stable/unstable text, gate decision)."""
-        step = self.session.on_event(event)
+        step = self.stabilizer.on_event(event)
         self._release(event)
         if self.retriever is None:
             if event.kind is EventKind.FINAL:
@@ -435,7 +435,7 @@ class Conversation:
                 self._on_release(event.speaker, unit)
 
 
-async def replay(
+async def feed_at_pace(
     conversation: Conversation, events: Iterable[TranscriptEvent], speed: float = 1.0
 ) -> None:
     """Feed ``events`` on their own timing (``speed`` times faster; 0: at once), then wait

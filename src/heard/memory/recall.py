@@ -11,7 +11,7 @@ Each pass:
 3. **edge expansion**: pages linked from candidates, up to ``edge_hops`` hops and
    ``edge_cap`` pages; unknown slugs are skipped;
 4. **sticky carry-over**: pages injected on earlier turns are never dropped;
-5. **the gate** (``heard.memory.gate``): ready, or more with questions that
+5. **the gate** (``heard.memory.selection``): ready, or more with questions that
    become the next pass's queries. No provider: ready with every candidate.
 """
 
@@ -27,7 +27,7 @@ from heard.llm.provider import Provider, ToolSpec
 from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
 from heard.memory.evidence import EvidenceIndex, Recalled
-from heard.memory.gate import CallRecord, CaptureSink, GateResult, run_gate
+from heard.memory.selection import CallRecord, CaptureSink, GateResult, run_gate
 from heard.memory.workspace import ChildRef, Workspace, compose_node_index
 
 __all__ = ["MemoryRecall", "PassTrace", "RecallOptions", "RecallResult"]

@@ -16,7 +16,15 @@ from dataclasses import asdict, dataclass
 from heard.release.tracker import ReleaseConfig, ReleaseMode, ReleaseTracker, ReleaseUnit
 from heard.transcript.events import EventKind, TranscriptEvent
 
-__all__ = ["CadenceRow", "cadence_rows", "clause_gaps", "nearest_rank", "release_units"]
+__all__ = [
+    "CadenceRow",
+    "ModeRun",
+    "SpokenUnit",
+    "cadence_rows",
+    "clause_gaps",
+    "nearest_rank",
+    "release_units",
+]
 
 TICK_MS = 100
 
@@ -47,55 +55,74 @@ class CadenceRow:
         return asdict(self)
 
 
+@dataclass(frozen=True, slots=True)
+class SpokenUnit:
+    speaker: str
+    unit: ReleaseUnit
+
+
+@dataclass(frozen=True, slots=True)
+class ModeRun:
+    """One release mode over an event log."""
+
+    units: list[SpokenUnit]
+    latencies_ms: list[float]
+    """Per released word: from when it was first heard to its release."""
+    transitions: int
+    """Escalations plus de-escalations (Balanced only)."""
+
+
 def release_units(
     events: Sequence[TranscriptEvent],
     mode: ReleaseMode | str,
     config: ReleaseConfig | None = None,
-) -> tuple[list[tuple[ReleaseUnit, str]], list[float], int]:
-    """Units (with speaker), per-word latencies and escalation transitions for one mode."""
+) -> ModeRun:
+    """The units one mode releases from ``events`` (every speaker), with their latencies."""
     trackers: dict[str, ReleaseTracker] = {}
     heard_at: dict[tuple[str, int, int], int] = {}  # (speaker, utterance, word) -> first heard
-    units: list[tuple[ReleaseUnit, str]] = []
+    units: list[SpokenUnit] = []
     latencies: list[float] = []
     last_t = events[0].t_ms if events else 0
     for e in events:
         for t in range(last_t + TICK_MS, e.t_ms, TICK_MS):
             for speaker, tracker in trackers.items():
-                units += [(u, speaker) for u in tracker.poll(t)]
+                units += [SpokenUnit(speaker, u) for u in tracker.poll(t)]
         last_t = e.t_ms
         tracker = trackers.setdefault(e.speaker, ReleaseTracker(mode, config))
         utterance = tracker.utterance
         for i in range(len(e.text.split())):
             heard_at.setdefault((e.speaker, utterance, i), e.t_ms)
         if e.kind is EventKind.FINAL:
-            units += [(u, e.speaker) for u in tracker.on_finalize(e.text, e.t_ms)]
+            units += [SpokenUnit(e.speaker, u) for u in tracker.on_finalize(e.text, e.t_ms)]
         else:
-            units += [(u, e.speaker) for u in tracker.on_partial(e.text, e.t_ms)]
-    for unit, speaker in units:
+            units += [SpokenUnit(e.speaker, u) for u in tracker.on_partial(e.text, e.t_ms)]
+    for spoken in units:
+        unit = spoken.unit
         for i in range(unit.first_word, unit.first_word + unit.words):
-            latencies.append(unit.t_ms - heard_at.get((speaker, unit.utterance, i), unit.t_ms))
+            first = heard_at.get((spoken.speaker, unit.utterance, i), unit.t_ms)
+            latencies.append(unit.t_ms - first)
     transitions = sum(len(t.transitions) for t in trackers.values())
-    return units, latencies, transitions
+    return ModeRun(units, latencies, transitions)
 
 
 def cadence_rows(
     fixture: str, events: Sequence[TranscriptEvent], config: ReleaseConfig | None = None
 ) -> list[CadenceRow]:
     """One row per mode; the multiplier is against Relaxed on the same events."""
-    results = {m: release_units(events, m, config) for m in ReleaseMode}
-    relaxed = max(1, len(results[ReleaseMode.RELAXED][0]))
+    runs = {m: release_units(events, m, config) for m in ReleaseMode}
+    relaxed = max(1, len(runs[ReleaseMode.RELAXED].units))
     return [
         CadenceRow(
             fixture=fixture,
             mode=str(mode),
-            units=len(units),
-            multiplier=round(len(units) / relaxed, 2),
-            words=len(latencies),
-            p50_ms=nearest_rank(latencies, 50),
-            p95_ms=nearest_rank(latencies, 95),
-            transitions=transitions,
+            units=len(run.units),
+            multiplier=round(len(run.units) / relaxed, 2),
+            words=len(run.latencies_ms),
+            p50_ms=nearest_rank(run.latencies_ms, 50),
+            p95_ms=nearest_rank(run.latencies_ms, 95),
+            transitions=run.transitions,
         )
-        for mode, (units, latencies, transitions) in results.items()
+        for mode, run in runs.items()
     ]
 
 

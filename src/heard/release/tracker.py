@@ -86,6 +86,14 @@ class ReleaseConfig:
     """None turns pause boundaries off (the behaviour of the spec's design)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ModeChange:
+    """Balanced switching to timed releases (``escalated``) or back to clauses, at ``t_ms``."""
+
+    t_ms: int
+    escalated: bool
+
+
 class ReleaseTracker:
     """Release units for one speaker; ``on_partial`` / ``on_finalize`` / ``poll``."""
 
@@ -96,8 +104,8 @@ class ReleaseTracker:
         self.config = config or ReleaseConfig()
         self.escalated = False
         self._boundaries_while_escalated = 0  # kept across utterances, like the state itself
-        self.transitions: list[tuple[int, bool]] = []
-        """(t_ms, escalated) each time Balanced escalates or de-escalates."""
+        self.transitions: list[ModeChange] = []
+        """Each time Balanced escalates or de-escalates."""
         self.boundaries_seen = 0
         """Clause boundaries counted so far, released or not."""
         self.boundary_waits: list[int] = []
@@ -175,7 +183,7 @@ class ReleaseTracker:
             if waited >= self.config.escalate_after_ms:
                 self.escalated = True
                 self._boundaries_while_escalated = 0
-                self.transitions.append((t_ms, True))
+                self.transitions.append(ModeChange(t_ms, escalated=True))
         if self.escalated:
             units += self._dwell(t_ms)
         return units
@@ -212,7 +220,7 @@ class ReleaseTracker:
             self._boundaries_while_escalated += 1
             if self._boundaries_while_escalated >= self.config.de_escalate_boundaries:
                 self.escalated = False
-                self.transitions.append((t_ms, False))
+                self.transitions.append(ModeChange(t_ms, escalated=False))
 
     def _waited(self, t_ms: int) -> int:
         """How long unreleased stable text has waited without a boundary (0: none waits)."""

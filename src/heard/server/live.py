@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.streaming import StreamingRecognizer
+from heard.asr.streaming import Decoded, StreamingRecognizer
 from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.retriever import MemoryRetriever
@@ -51,7 +51,7 @@ from heard.release.translation import (
 )
 from heard.store.users import authenticate
 from heard.transcript.events import EventKind, TranscriptEvent, parse_event
-from heard.transcript.session import TranscriptStep
+from heard.transcript.stabilizer import TranscriptStep
 
 if TYPE_CHECKING:
     from heard.server.state import Memories, ServerSettings
@@ -264,10 +264,10 @@ class _Audio:
                 {"type": "degraded", "chunk_ms": wider, "rtf": round(self._pacer.last_rtf, 2)}
             )
 
-    async def _feed(self, found: list[tuple[EventKind, str]]) -> None:
+    async def _feed(self, found: list[Decoded]) -> None:
         t_ms = self.received * 1000 // SAMPLE_RATE
-        for kind, text in found:
-            event = TranscriptEvent(t_ms, kind, text, self.speaker)
+        for d in found:
+            event = TranscriptEvent(t_ms, d.kind, d.text, self.speaker)
             self.emit(await self.conversation.feed(event), event)
 
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
+from heard.speech import Segment, Word
 from heard.store.database import Database
 from heard.store.models import AudioTrack, Meeting, MeetingStatus, Participant, Phrase, TrackStatus
 from heard.store.tracks import FINISHED
-from heard.timeline.phrases import Segment, Track, Word, build_phrases
+from heard.timeline.phrases import Track, build_phrases
 
 __all__ = ["BuildResult", "build_meeting", "segments_from_json", "segments_to_json"]
 

@@ -3,17 +3,13 @@
 from heard.timeline.phrases import (
     INTERJECTION_THRESHOLD_S,
     PhraseDraft,
-    Segment,
     Track,
-    Word,
     build_phrases,
 )
 
 __all__ = [
     "INTERJECTION_THRESHOLD_S",
     "PhraseDraft",
-    "Segment",
     "Track",
-    "Word",
     "build_phrases",
 ]

@@ -18,42 +18,20 @@ Phrases come out sorted by start. The function is pure: no clock, no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
+
+from heard.speech import Segment
 
 __all__ = [
     "INTERJECTION_THRESHOLD_S",
     "PhraseDraft",
-    "Segment",
     "Track",
-    "Word",
     "build_phrases",
 ]
 
 INTERJECTION_THRESHOLD_S = 1.5
 """Another participant speaking for less than this does not break a phrase."""
-
-
-@dataclass(frozen=True, slots=True)
-class Word:
-    start: float
-    end: float
-    text: str
-    probability: float = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A recognizer segment, in seconds from the start of its own track."""
-
-    start: float
-    end: float
-    text: str
-    words: tuple[Word, ...] = field(default=(), compare=False)
-
-    def __post_init__(self) -> None:
-        if self.end < self.start:
-            raise ValueError(f"segment ends ({self.end}) before it starts ({self.start})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from heard.errors import InputError
-from heard.timeline.phrases import Segment, Track
+from heard.speech import Segment
+from heard.timeline.phrases import Track
 
 __all__ = ["MAX_SEGMENT_JSON_BYTES", "parse_segments", "read_segments"]
 

@@ -3,10 +3,10 @@ gate and the generation guard. Pure: no models, no I/O beyond reading event logs
 
 from heard.transcript.accumulator import Hypothesis, TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent, read_events
-from heard.transcript.gate import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.guard import GenerationGuard, GuardedResult, run_guarded
-from heard.transcript.session import SessionSummary, TranscriptSession, TranscriptStep
 from heard.transcript.signals import DEFAULT_RECALL_PHRASES, SignalExtractor, Signals
+from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGate
+from heard.transcript.stabilizer import StabilizerSummary, TranscriptStabilizer, TranscriptStep
 from heard.transcript.tokenize import ENGLISH_STOPWORDS, content_tokens, tokenize
 from heard.transcript.turns import TurnId, TurnTracker
 from heard.transcript.words import WORD_MATCHERS, exact_key, normalized_key
@@ -21,13 +21,13 @@ __all__ = [
     "GenerationGuard",
     "GuardedResult",
     "Hypothesis",
-    "SessionSummary",
     "SignalExtractor",
     "Signals",
     "SpeculationGate",
+    "StabilizerSummary",
     "TranscriptAccumulator",
     "TranscriptEvent",
-    "TranscriptSession",
+    "TranscriptStabilizer",
     "TranscriptStep",
     "TurnId",
     "TurnTracker",

@@ -5,8 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from heard.transcript.accumulator import Hypothesis
-from heard.transcript.gate import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.signals import Signals
+from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGate
 
 
 def hyp(stable: str, *, final: bool = False) -> Hypothesis:

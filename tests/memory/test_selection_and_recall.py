@@ -9,8 +9,8 @@ import pytest
 from heard.errors import ProviderError
 from heard.llm import ToolCall
 from heard.memory.evidence import Evidence, EvidenceIndex
-from heard.memory.gate import GATE_TOOL_NAME, run_gate
 from heard.memory.recall import MemoryRecall
+from heard.memory.selection import GATE_TOOL_NAME, run_gate
 from heard.memory.workspace import load_workspace
 from heard.testing import Answer, ScriptedProvider
 

@@ -94,7 +94,7 @@ class SpeculationGate:
         """Decide on ``hypothesis`` at ``now_ms``.
 
         ``query_tokens`` are the content tokens of the stable prefix if the caller
-        already has them (``TranscriptSession`` keeps them incrementally);
+        already has them (``TranscriptStabilizer`` keeps them incrementally);
         otherwise they are computed here.
         """
         if hypothesis.stable_word_count == 0:

@@ -1,6 +1,6 @@
 """One conversation's transcript state: turns, stable prefixes and gate decisions.
 
-``TranscriptSession`` keeps an accumulator and a speculation gate per speaker,
+``TranscriptStabilizer`` keeps an accumulator and a speculation gate per speaker,
 opens a turn on a speaker's first partial and closes it on their final. It is
 what ``heard replay`` and the demo drive, and what a live conversation builds
 on. Time comes from the events (``t_ms``), never from a wall clock.
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 from heard.transcript.accumulator import Hypothesis, TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent
-from heard.transcript.gate import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.signals import NO_SIGNALS, SignalExtractor, Signals
+from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.tokenize import ENGLISH_STOPWORDS, tokenize
 from heard.transcript.turns import TurnId, TurnTracker
 
-__all__ = ["SessionSummary", "TranscriptSession", "TranscriptStep"]
+__all__ = ["StabilizerSummary", "TranscriptStabilizer", "TranscriptStep"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class TranscriptStep:
 
 
 @dataclass(slots=True)
-class SessionSummary:
+class StabilizerSummary:
     events: int = 0
     turns: int = 0
     finals: int = 0
@@ -98,7 +98,7 @@ class _Speaker:
         self.entities, self.phrases = {}, {}
 
 
-class TranscriptSession:
+class TranscriptStabilizer:
     """Fold transcript events of any number of speakers into steps."""
 
     def __init__(
@@ -113,7 +113,7 @@ class TranscriptSession:
         self._extractor = signals or SignalExtractor()
         self._turns = TurnTracker()
         self._speakers: dict[str, _Speaker] = {}
-        self.summary = SessionSummary()
+        self.summary = StabilizerSummary()
 
     def _speaker(self, name: str) -> _Speaker:
         state = self._speakers.get(name)

@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from heard.transcript.events import EventKind, TranscriptEvent, read_events
-from heard.transcript.gate import GateDecision
-from heard.transcript.session import TranscriptSession
 from heard.transcript.signals import SignalExtractor
+from heard.transcript.speculation import GateDecision
+from heard.transcript.stabilizer import TranscriptStabilizer
 from heard.transcript.turns import TurnId
 
 
@@ -17,7 +17,7 @@ def ev(t_ms: int, kind: str, text: str, speaker: str = "speaker") -> TranscriptE
 
 
 def test_interleaved_speakers_keep_separate_turns_and_prefixes() -> None:
-    session = TranscriptSession()
+    session = TranscriptStabilizer()
     steps = list(
         session.replay(
             [
@@ -43,7 +43,7 @@ def test_interleaved_speakers_keep_separate_turns_and_prefixes() -> None:
 
 
 def test_a_final_without_partials_is_a_turn_of_its_own() -> None:
-    session = TranscriptSession()
+    session = TranscriptStabilizer()
     step = session.on_final("carol", "Hello there.", 10)
     assert step.turn_id == TurnId("carol", 1)
     assert step.decision is GateDecision.FIRE_FINAL
@@ -51,7 +51,7 @@ def test_a_final_without_partials_is_a_turn_of_its_own() -> None:
 
 
 def test_a_known_entity_in_the_stable_prefix_fires_through_the_debounce() -> None:
-    session = TranscriptSession(signals=SignalExtractor(["Rhea"]))
+    session = TranscriptStabilizer(signals=SignalExtractor(["Rhea"]))
     decisions = [
         session.on_event(e).decision
         for e in [
@@ -69,7 +69,7 @@ def test_a_known_entity_in_the_stable_prefix_fires_through_the_debounce() -> Non
 
 def test_jfk_log_replays_to_the_recorded_final(jfk_log: Path) -> None:
     events = read_events(jfk_log)
-    session = TranscriptSession()
+    session = TranscriptStabilizer()
     steps = list(session.replay(events))
     stable_counts = [s.hypothesis.stable_word_count for s in steps]
     assert stable_counts == sorted(stable_counts)  # grows monotonically on real data
@@ -81,7 +81,7 @@ def test_jfk_log_replays_to_the_recorded_final(jfk_log: Path) -> None:
 
 
 def test_runon_log_keeps_stabilizing_through_contradictions(runon_log: Path) -> None:
-    session = TranscriptSession()
+    session = TranscriptStabilizer()
     steps = list(session.replay(read_events(runon_log)))
     partials = [s for s in steps if s.kind is EventKind.PARTIAL]
     assert session.summary.contradictions >= 10
@@ -99,7 +99,7 @@ PHRASE_WORDS += ["tell", "last", "time", "we", "tokyo", "office", "Rhea.", "Toky
 @given(st.lists(st.lists(st.sampled_from(PHRASE_WORDS), min_size=1, max_size=4), max_size=12))
 def test_incremental_signals_match_a_full_rescan(growth: list[list[str]]) -> None:
     extractor = SignalExtractor({"Rhea": ["Rhea Sharma"], "Tokyo office": []})
-    session = TranscriptSession(signals=extractor)
+    session = TranscriptStabilizer(signals=extractor)
     words: list[str] = []
     for t, added in enumerate(growth):
         words += added

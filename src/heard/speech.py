@@ -1,0 +1,35 @@
+"""Recognized speech: what every recognizer produces and the meeting timeline consumes.
+
+A ``Segment`` is a stretch of one track's speech with its text and, when the recognizer
+gives them, its ``Word`` timings; times are seconds from the start of that track. These
+records sit below both ``heard.asr`` (which makes them) and ``heard.timeline`` (which places
+them on the meeting's timeline), so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Segment", "Word"]
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    start: float
+    end: float
+    text: str
+    probability: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A recognizer segment, in seconds from the start of its own track."""
+
+    start: float
+    end: float
+    text: str
+    words: tuple[Word, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            raise ValueError(f"segment ends ({self.end}) before it starts ({self.start})")
