@@ -20,21 +20,34 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.whisper import WhisperOptions, _load_model
+from heard.registry import Registry
 from heard.transcript.events import DEFAULT_SPEAKER, EventKind, TranscriptEvent
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Decoded", "StreamOptions", "StreamingRecognizer", "stream_events", "strip_punctuation"]
+__all__ = [
+    "STREAM_CLOCKS",
+    "Decoded",
+    "StreamOptions",
+    "StreamingRecognizer",
+    "stream_events",
+    "strip_punctuation",
+]
 
 StreamClock = Literal["simulated", "compute"]
+
+STREAM_CLOCKS: Registry[Callable[[float], float]] = Registry(
+    "stream clock", {"simulated": lambda decode_ms: 0.0, "compute": lambda decode_ms: decode_ms}
+)
+"""How much of a step's decoding time each clock adds to the stream's time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +235,7 @@ def stream_events(
 ) -> Iterator[TranscriptEvent]:
     """Replay 16 kHz mono ``samples`` as a live stream; yield partial and final events."""
     o = options or StreamOptions()
+    advance = STREAM_CLOCKS[o.clock]
     recognizer = StreamingRecognizer(options=o, whisper=whisper, speaker=speaker)
     recognizer.append(samples)
     chunk = SAMPLE_RATE * o.chunk_ms // 1000
@@ -240,13 +254,11 @@ def stream_events(
         now_ms = max(now_ms, audio_end * 1000 / SAMPLE_RATE)
         started = time.perf_counter()
         events = recognizer.step(audio_end)
-        if o.clock == "compute":
-            now_ms += (time.perf_counter() - started) * 1000
+        now_ms += advance((time.perf_counter() - started) * 1000)
         for d in events:
             yield TranscriptEvent(stamp(now_ms), d.kind, d.text, speaker)
     started = time.perf_counter()
     events = recognizer.finish()
-    if o.clock == "compute":
-        now_ms += (time.perf_counter() - started) * 1000
+    now_ms += advance((time.perf_counter() - started) * 1000)
     for d in events:
         yield TranscriptEvent(stamp(now_ms), d.kind, d.text, speaker)

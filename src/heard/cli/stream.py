@@ -29,10 +29,9 @@ def stream(
 ) -> None:
     """Transcribe AUDIO as a live stream would: partials every CHUNK_MS, a final per utterance."""
     from heard.asr.audio import load_audio, probe_audio
-    from heard.asr.streaming import StreamOptions, stream_events
+    from heard.asr.streaming import STREAM_CLOCKS, StreamOptions, stream_events
 
-    if clock not in ("simulated", "compute"):
-        raise typer.BadParameter("choose simulated or compute", param_hint="--clock")
+    STREAM_CLOCKS[clock]  # an unknown clock is refused with the known ones, before any work
     check_output(output)
     probe_audio(audio)
     options = StreamOptions(chunk_ms=chunk_ms, strip_punctuation=strip_punctuation, clock=clock)  # type: ignore[arg-type]

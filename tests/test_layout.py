@@ -1,0 +1,45 @@
+"""The house's rules, read from the imports: all SQL in the store, no I/O in the pure cores."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import heard
+
+SRC = Path(heard.__file__).resolve().parent
+SQL = ("sqlalchemy", "alembic", "psycopg")
+IO = (*SQL, "faster_whisper", "ctranslate2", "fastapi", "starlette", "uvicorn", "celery",
+      "redis", "openai", "anthropic", "google", "httpx", "torch", "heard.store", "heard.asr",
+      "heard.server", "heard.pipeline", "heard.llm")  # fmt: skip
+PURE = ("transcript", "timeline", "release/policy.py", "release/tracker.py", "speech.py")
+
+
+def imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def importers(prefixes: tuple[str, ...], files: list[Path]) -> dict[str, list[str]]:
+    found = {}
+    for path in files:
+        hits = sorted(n for n in imports(path) if n.startswith(prefixes))
+        if hits:
+            found[str(path.relative_to(SRC))] = hits
+    return found
+
+
+def test_only_the_store_speaks_sql() -> None:
+    outside = [p for p in SRC.rglob("*.py") if SRC / "store" not in p.parents]
+    assert importers(SQL, outside) == {}
+
+
+def test_the_pure_cores_import_no_io() -> None:
+    pure = [p for p in SRC.rglob("*.py") if str(p.relative_to(SRC)).startswith(PURE)]
+    assert len(pure) > 10
+    assert importers(IO, pure) == {}
