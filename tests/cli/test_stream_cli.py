@@ -47,7 +47,7 @@ def test_stream_rejects_bad_input(tmp_path: Path) -> None:
         assert problem in result.stderr
     result = heard("stream", str(AUDIO / "jfk.flac"), "--clock", "wall")
     assert result.returncode == 2
-    assert "unknown stream clock 'wall'; choose one of: simulated, compute" in result.stderr
+    assert "unknown stream clock 'wall'; choose one of: compute, simulated" in result.stderr
 
 
 def test_cadence_table_and_json() -> None:
