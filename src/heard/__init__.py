@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "AudioError": "heard.errors",
+    "Captions": "heard.release",
     "Database": "heard.store",
     "EventKind": "heard.transcript",
     "EventLogError": "heard.errors",
@@ -73,6 +74,7 @@ _EXPORTS = {
 
 __all__ = [
     "AudioError",
+    "Captions",
     "Database",
     "EventKind",
     "EventLogError",
@@ -150,6 +152,7 @@ if _typing.TYPE_CHECKING:
     from heard.memory.workspace import load_workspace
     from heard.pipeline import PipelineOptions, PipelineOutcome, PipelineResult, run_pipeline
     from heard.release import (
+        Captions,
         IdentityTranslator,
         LLMTranslator,
         ReleaseMode,

@@ -62,7 +62,7 @@ def test_serve_binds_localhost_and_answers(tmp_path: Path) -> None:
         page = httpx.get(f"http://127.0.0.1:{port}/")
         assert "Start microphone" in page.text
         assert httpx.get(f"http://127.0.0.1:{port}/v1/me").status_code == 401
-        asyncio.run(say_hello(f"ws://127.0.0.1:{port}/v1/live?token={token}&mode=live"))
+        asyncio.run(say_hello(f"ws://127.0.0.1:{port}/v1/live?token={token}&mode=balanced"))
     finally:
         server.terminate()
         _, err = server.communicate(timeout=20)

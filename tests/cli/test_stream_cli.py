@@ -29,6 +29,24 @@ def test_stream_writes_replayable_events(tmp_path: Path) -> None:
 
 
 @pytest.mark.asr
+def test_stream_captions_release_every_final_word_once(tmp_path: Path) -> None:
+    events, units = tmp_path / "events.jsonl", tmp_path / "units.jsonl"
+    jfk = str(AUDIO / "jfk.flac")
+    assert heard("stream", jfk, "-o", str(events)).returncode == 0
+    result = heard("stream", jfk, "--captions", "balanced", "-o", str(units))
+    assert result.returncode == 0, result.stderr
+    caption: list[str] = []
+    for line in units.read_text().splitlines():
+        unit = json.loads(line)
+        caption[unit["position"] : unit["position"] + unit["replaces"]] = unit["text"].split()
+    finals = [e.text for e in read_events(events) if e.kind is EventKind.FINAL]
+    assert " ".join(caption) == " ".join(finals)
+    live = heard("stream", jfk, "--captions", "live")
+    assert live.returncode == 2
+    assert "unknown caption mode 'live'; choose one of: balanced, relaxed" in live.stderr
+
+
+@pytest.mark.asr
 def test_stream_compute_clock_stamps_later_than_audio_time(tmp_path: Path) -> None:
     result = heard("stream", str(AUDIO / "jfk.flac"), "--clock", "compute")
     assert result.returncode == 0, result.stderr
@@ -61,7 +79,11 @@ def test_cadence_table_and_json() -> None:
     assert {(r["fixture"], r["mode"]) for r in rows} == {
         (f, m) for f in ("natural", "unpunctuated") for m in ("relaxed", "balanced", "live")
     }
-    assert all(r["multiplier"] == 1.0 for r in rows if r["mode"] == "relaxed")
+    assert all(r["x_relaxed"] == 1.0 for r in rows if r["mode"] == "relaxed")
+    natural = next(r for r in rows if (r["fixture"], r["mode"]) == ("natural", "balanced"))
+    assert natural["words"] == sum(len(f["text"].split()) for f in natural["finals"]) == 43
+    assert {u["reason"] for u in natural["released"]} <= {"boundary", "pause", "finalize"}
+    assert natural["escalations"] == 0
 
 
 def test_cadence_rejects_a_bad_log(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from heard.live.conversation import Conversation, PreparedContext, Retrieved, re
 from heard.live.retriever import MemoryRetriever
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall
-from heard.release.tracker import ReleaseUnit
+from heard.release import ESCALATED_DWELL_MS
+from heard.release.tracker import ReleaseReason, ReleaseUnit
 from heard.testing import ScriptedRetriever
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.speculation import GateConfig
@@ -190,12 +191,48 @@ async def test_sticky_pages_carry_into_later_turns() -> None:
 
 
 async def test_captions_flow_alongside() -> None:
-    units: list[tuple[str, ReleaseUnit]] = []
-    conv = Conversation(None, release_mode="relaxed", on_release=lambda s, u: units.append((s, u)))
+    units: list[ReleaseUnit] = []
+    conv = Conversation(None, release_mode="relaxed", on_release=units.append)
     t = await say(conv, 0, "hello there", who="ana")
     await conv.feed(final(t, "Hello there.", who="ana"))
-    assert [(s, u.text) for s, u in units] == [("ana", "Hello there.")]
+    assert [(u.speaker, u.text) for u in units] == [("ana", "Hello there.")]
     assert conv.contexts == []
+    await conv.aclose()
+
+
+class ManualTime:
+    """The conversation's clock (milliseconds) and sleep: time moves only when it sleeps."""
+
+    def __init__(self) -> None:
+        self.now_ms = 0.0
+
+    def clock(self) -> float:
+        return self.now_ms
+
+    async def sleep(self, seconds: float) -> None:
+        self.now_ms += seconds * 1000
+        await asyncio.sleep(0)
+
+
+async def test_a_balanced_dwell_release_fires_while_no_new_event_arrives() -> None:
+    time = ManualTime()
+    units: list[ReleaseUnit] = []
+    conv = Conversation(None, release_mode="balanced", clock=time.clock, sleep=time.sleep,
+                        on_release=units.append)  # fmt: skip
+    # a bare final escalates Balanced (the recognizer does not punctuate) ...
+    await conv.feed(final(0, "so we looked at the numbers from the north region"))
+    # ... then one utterance settles and the speaker stops: no event comes after this one
+    await conv.feed(partial(1000, "and the south was flat"))
+    await conv.feed(partial(1000, "and the south was flat again"))  # "and the ... flat" settles
+    assert conv.captions is not None
+    assert conv.captions.escalated
+    before = len(units)
+    for _ in range(40):  # four seconds of the timer's ticks, nothing fed
+        await asyncio.sleep(0)
+    dwell = [u for u in units[before:] if u.reason is ReleaseReason.DWELL]
+    assert [u.text for u in dwell] == ["and the south was flat"]
+    assert dwell[0].t_ms >= 1000 + ESCALATED_DWELL_MS
+    await conv.aclose()
 
 
 @pytest.mark.parametrize("prefetch", [True, False])

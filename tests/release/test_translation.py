@@ -20,7 +20,7 @@ from heard.testing import ScriptedProvider, ScriptedTranslator
 
 
 def unit(i: int) -> ReleaseUnit:
-    return ReleaseUnit(f"unit {i}", ReleaseReason.BOUNDARY, i * 100, 0, i * 2, 2)
+    return ReleaseUnit(f"unit {i}", ReleaseReason.BOUNDARY, i * 100, "ana", 0, i * 2, 2)
 
 
 def flaky(delays: list[float], failures: list[int]) -> ScriptedTranslator:

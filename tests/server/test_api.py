@@ -286,21 +286,42 @@ def test_live_websocket_transcribes_pcm_audio(server) -> None:  # type: ignore[n
     token = alice["Authorization"].split()[1]
     samples = load_audio(AUDIO / "jfk.flac")
     pcm = (samples * 32767).astype("<i2").tobytes()
-    with client.websocket_connect(f"/v1/live?token={token}&speaker=jfk&mode=live") as ws:
+    with client.websocket_connect(f"/v1/live?token={token}&speaker=jfk&mode=balanced") as ws:
         for i in range(0, len(pcm), 3200):
             ws.send_bytes(pcm[i : i + 3200])
         ws.send_text('{"type": "end"}')
-        finals = []
+        finals: list[str] = []
+        caption: list[str] = []  # the released caption, units applied as the page applies them
         hypotheses = 0
-        while not finals or "country" not in " ".join(finals):
+        while (
+            not finals
+            or "country" not in " ".join(finals)
+            or len(caption) < len(" ".join(finals).split())
+        ):
             message = ws.receive_json()
             hypotheses += message["type"] == "hypothesis"
             if message["type"] == "final":
                 assert message["speaker"] == "jfk"
                 finals.append(message["text"])
+            elif message["type"] == "release":
+                at, replaces = message["position"], message["replaces"]
+                caption[at : at + replaces] = message["text"].split()
     text = " ".join(finals).lower()
     assert "ask not what your country can do for you" in text
     assert hypotheses >= len(finals)
+    assert " ".join(caption) == " ".join(finals)  # every final word released, once
+
+
+def test_live_is_not_a_caption_mode_users_choose(server) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    token = alice["Authorization"].split()[1]
+    with (
+        pytest.raises(WebSocketDisconnect) as refused,
+        client.websocket_connect(f"/v1/live?token={token}&mode=live") as ws,
+    ):
+        ws.receive_json()
+    assert refused.value.code == 1008
+    assert refused.value.reason == "unknown caption mode 'live': relaxed or balanced"
 
 
 def test_pages_crud_recall_and_isolation(server) -> None:  # type: ignore[no-untyped-def]

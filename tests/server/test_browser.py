@@ -102,13 +102,17 @@ def test_microphone_speech_appears_as_captions(live_server, tmp_path: Path) -> N
             page.goto(url + "/")
             page.fill("#token", token)
             page.fill("#speaker", "jfk")
-            page.select_option("#mode", "live")
+            assert page.locator("#mode option").all_inner_texts() == ["Relaxed", "Balanced"]
+            page.select_option("#mode", "balanced")
             page.click("#start")
             expect(page.locator("#status")).to_have_text("listening", timeout=20_000)
             captions = page.locator("#captions")
             expect(captions).to_contain_text("country", timeout=90_000, ignore_case=True)
             expect(captions.locator(".who").first).to_have_text("jfk:")
-            # a release unit reached the translation column (identity: no translator configured)
+            # release units reached the released caption and the translation column (identity:
+            # no translator configured)
+            expect(page.locator("#released")).to_contain_text("country", timeout=60_000,
+                                                              ignore_case=True)  # fmt: skip
             expect(page.locator("#translations .tr").first).to_be_visible(timeout=30_000)
             # once the turn ends, the words settle
             settled = captions.locator(".settled", has_text=re.compile("country", re.IGNORECASE))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -26,17 +27,30 @@ def stream(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write JSONL here (default: stdout).")
     ] = None,
+    captions: Annotated[
+        str | None,
+        typer.Option(
+            help="Write the caption units released at this cadence (relaxed or balanced) "
+            "instead of the transcript events.",
+        ),
+    ] = None,
 ) -> None:
     """Transcribe AUDIO as a live stream would: partials every CHUNK_MS, a final per utterance."""
     from heard.asr.audio import load_audio, probe_audio
     from heard.asr.streaming import STREAM_CLOCKS, StreamOptions, stream_events
+    from heard.release.tracker import SELECTABLE_MODES
 
-    STREAM_CLOCKS[clock]  # an unknown clock is refused with the known ones, before any work
+    STREAM_CLOCKS[clock]  # unknown names are refused with the known ones, before any work
+    mode = SELECTABLE_MODES[captions] if captions is not None else None
     check_output(output)
     probe_audio(audio)
     options = StreamOptions(chunk_ms=chunk_ms, strip_punctuation=strip_punctuation, clock=clock)  # type: ignore[arg-type]
-    lines = [
-        e.to_json() + "\n"
-        for e in stream_events(load_audio(audio), options=options, speaker=speaker)
-    ]
+    events = list(stream_events(load_audio(audio), options=options, speaker=speaker))
+    if mode is None:
+        lines = [e.to_json() + "\n" for e in events]
+    else:
+        from heard.release.cadence import caption_run
+
+        units = caption_run(events, mode).units
+        lines = [json.dumps(u.to_dict(), ensure_ascii=False) + "\n" for u in units]
     write_output("".join(lines), output)

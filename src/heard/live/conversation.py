@@ -22,8 +22,9 @@ an empty context with the error recorded; the conversation goes on.
 
 Only finals become evidence, remembered in the order they were heard (a turn's
 own final is left out of its context, so a question does not recall itself);
-partials never do. Release units for captions come from a
-``ReleaseTracker`` per speaker, alongside.
+partials never do. Caption units come from the ``Captions`` stage, fed every step and
+ticked every ``TICK_MS`` by a timer on the conversation's clock (dwell and pause releases
+fire while nobody speaks); ``aclose`` settles the captions.
 """
 
 from __future__ import annotations
@@ -36,14 +37,15 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from heard.memory.evidence import Evidence, Recalled
-from heard.release.tracker import ReleaseMode, ReleaseTracker, ReleaseUnit
+from heard.release.captions import TICK_MS, Captions
+from heard.release.tracker import ReleaseMode, ReleaseUnit
+from heard.release.translation import TranslationQueue
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.guard import GenerationGuard
 from heard.transcript.speculation import GateConfig, GateDecision
 from heard.transcript.stabilizer import TranscriptStabilizer, TranscriptStep
 from heard.transcript.tokenize import content_tokens
 from heard.transcript.turns import TurnId
-from heard.transcript.words import normalized_key
 
 __all__ = [
     "REUSE_JACCARD",
@@ -148,7 +150,6 @@ class _Turn:
     task: asyncio.Task[Retrieved] | None = None
     tokens: frozenset[str] = frozenset()
     query: str = ""
-    last_keys: tuple[str, ...] = ()
     retrievals: int = 0
     wasted: int = 0
 
@@ -169,8 +170,10 @@ class Conversation:
         prefetch: bool = True,
         reuse_jaccard: float = REUSE_JACCARD,
         clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Coroutine[object, object, None]] = asyncio.sleep,
         on_context: Callable[[PreparedContext], None] | None = None,
-        on_release: Callable[[str, ReleaseUnit], None] | None = None,
+        on_release: Callable[[ReleaseUnit], None] | None = None,
+        translations: TranslationQueue | None = None,
     ) -> None:
         self.retriever = retriever
         self.conversation_id = conversation_id
@@ -179,11 +182,16 @@ class Conversation:
         self.prefetch = prefetch
         self.reuse_jaccard = reuse_jaccard
         self._clock = clock or (lambda: time.perf_counter() * 1000.0)
+        self._sleep = sleep
         self._on_context = on_context
-        self._on_release = on_release
+        self.captions: Captions | None = None
+        """The captions stage (None without a release mode)."""
+        if release_mode is not None:
+            self.captions = Captions(release_mode, translations=translations, on_unit=on_release)
+        self._timer: asyncio.Task[None] | None = None
+        self._heard_at: tuple[int, float] | None = None  # (stream t_ms, clock ms) of the latest
         self._guards: dict[str, GenerationGuard] = {}
         self._turns: dict[str, _Turn] = {}
-        self._releases: dict[str, ReleaseTracker] = {}
         self._tasks: dict[asyncio.Task[None], str] = {}  # in flight -> its speaker
         self._remembering: asyncio.Future[None] | None = None  # the latest final being stored
         self._waiters: dict[str, asyncio.Future[PreparedContext | None]] = {}
@@ -199,7 +207,11 @@ class Conversation:
     async def feed(self, event: TranscriptEvent) -> TranscriptStep:
         """Take one event; returns the transcript step (stable/unstable text, gate decision)."""
         step = self.stabilizer.on_event(event)
-        self._release(event)
+        if self.captions is not None:
+            self._heard_at = (event.t_ms, self._clock())
+            self.captions.on_step(step)
+            if self._timer is None:
+                self._timer = asyncio.ensure_future(self._tick())
         if self.retriever is None:
             if event.kind is EventKind.FINAL:
                 self._settle(str(step.turn_id), None)
@@ -208,7 +220,7 @@ class Conversation:
         if event.kind is EventKind.FINAL:
             self._finish(turn, event)
         elif self.prefetch:
-            if self._paused(turn, event.text):
+            if self._paused(turn, step):
                 self.stats.pause_speculations += 1
                 self._speculate(turn, event.text)
             elif step.decision in (GateDecision.FIRE, GateDecision.FIRE_SIGNAL):
@@ -274,8 +286,37 @@ class Conversation:
             await asyncio.gather(self._remembering, return_exceptions=True)
 
     async def aclose(self) -> None:
+        """Stop: cancel what is in flight, then settle the captions."""
         self.interrupt()
         await self.join()
+        await self.settle_captions()
+
+    async def settle_captions(self) -> None:
+        """The stream ended: stop the captions' timer, take back words released but never
+        confirmed by a final, and finish their translations."""
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+            self._timer = None
+        if self.captions is not None:
+            self.captions.finish(self.stream_time_ms())
+            if self.captions.translations is not None:
+                await self.captions.translations.close()
+
+    def stream_time_ms(self) -> int:
+        """The stream's time now: the latest event's ``t_ms`` plus the time since it came."""
+        if self._heard_at is None:
+            return 0
+        t_ms, at = self._heard_at
+        return t_ms + int(self._clock() - at)
+
+    async def _tick(self) -> None:
+        """The captions' timer: dwell and pause releases fire while nothing new is heard."""
+        assert self.captions is not None
+        while True:
+            await self._sleep(TICK_MS / 1000)
+            self.captions.tick(self.stream_time_ms())
 
     # -- internals ------------------------------------------------------------------------
 
@@ -298,13 +339,13 @@ class Conversation:
         task.add_done_callback(lambda t: self._tasks.pop(t, None))
         return task
 
-    def _paused(self, turn: _Turn, text: str) -> bool:
+    def _paused(self, turn: _Turn, step: TranscriptStep) -> bool:
         """The recognizer gave the same words twice running (nothing new was heard) and they
         say more than the last speculation: the whole partial is worth a retrieval now."""
-        keys = tuple(normalized_key(w) for w in text.split())
-        repeated = keys == turn.last_keys
-        turn.last_keys = keys
-        return repeated and frozenset(content_tokens(text)) - turn.tokens != frozenset()
+        return (
+            step.hypothesis.repeated
+            and frozenset(content_tokens(step.hypothesis.text)) - turn.tokens != frozenset()
+        )
 
     def _speculate(self, turn: _Turn, stable: str) -> None:
         assert self.retriever is not None
@@ -420,20 +461,6 @@ class Conversation:
         if self._on_context is not None:
             self._on_context(context)
 
-    def _release(self, event: TranscriptEvent) -> None:
-        if self.release_mode is None:
-            return
-        tracker = self._releases.get(event.speaker)
-        if tracker is None:
-            tracker = self._releases[event.speaker] = ReleaseTracker(self.release_mode)
-        if event.kind is EventKind.FINAL:
-            units = tracker.on_finalize(event.text, event.t_ms)
-        else:
-            units = tracker.on_partial(event.text, event.t_ms)
-        if self._on_release is not None:
-            for unit in units:
-                self._on_release(event.speaker, unit)
-
 
 async def feed_at_pace(
     conversation: Conversation, events: Iterable[TranscriptEvent], speed: float = 1.0
@@ -448,6 +475,7 @@ async def feed_at_pace(
                 await asyncio.sleep(delay)
         await conversation.feed(event)
     await conversation.join()
+    await conversation.settle_captions()
 
 
 def _consume(task: asyncio.Task[Retrieved]) -> None:

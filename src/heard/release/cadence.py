@@ -1,41 +1,116 @@
 """The cadence table: what each release mode costs and how long words wait, on an event log.
 
-Events are replayed per speaker through a ``ReleaseTracker`` with a timer tick
-between events (as a live pipeline polls). For every released word, latency is
-the time from the first partial that held it (its position in the utterance)
-to the release of the unit carrying it; a word only the final holds counts
-from the final. Percentiles are nearest-rank. Pure: events in, rows out.
+Events go through the stabilizer and the ``Captions`` stage the live path uses, with the
+stage's timer ticking every ``TICK_MS`` between events, and ``finish`` at the end. The units
+are then applied to each speaker's caption document (``apply_units``): it must come out as
+the speaker's finals, word for word. For every final word, latency runs from the first
+partial that held a word at its place in its utterance (a word only the final holds counts
+from the final) to the unit that put it in the caption. Percentiles are nearest-rank.
+Pure: events in, rows out.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from heard.release.tracker import ReleaseConfig, ReleaseMode, ReleaseTracker, ReleaseUnit
+from heard.release.captions import TICK_MS, Captions
+from heard.release.tracker import ReleaseConfig, ReleaseMode, ReleaseReason, ReleaseUnit
 from heard.transcript.events import EventKind, TranscriptEvent
+from heard.transcript.stabilizer import TranscriptStabilizer
 
 __all__ = [
     "CadenceRow",
     "ModeRun",
-    "SpokenUnit",
+    "apply_units",
     "cadence_rows",
-    "clause_gaps",
+    "caption_run",
     "nearest_rank",
-    "release_units",
+    "unpunctuated_runs",
 ]
-
-TICK_MS = 100
 
 
 def nearest_rank(values: Sequence[float], percentile: float) -> float:
-    """The nearest-rank percentile (0 < percentile <= 100) of ``values``."""
     if not values:
-        return math.nan
+        return 0.0
     ordered = sorted(values)
     rank = max(1, math.ceil(percentile / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+def apply_units(units: Iterable[ReleaseUnit]) -> dict[str, list[tuple[str, int]]]:
+    """Each speaker's caption document after ``units``: (word, when it was put there)."""
+    documents: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for unit in units:
+        document = documents[unit.speaker]
+        if not 0 <= unit.position <= len(document) - unit.replaces:
+            raise AssertionError(f"unit out of place: {unit} on {len(document)} words")
+        new = [(w, unit.t_ms) for w in unit.text.split()]
+        document[unit.position : unit.position + unit.replaces] = new
+    return dict(documents)
+
+
+@dataclass(frozen=True, slots=True)
+class ModeRun:
+    """One release mode over an event log."""
+
+    units: list[ReleaseUnit]
+    finals: list[tuple[str, str]]
+    """(speaker, text) of every final, in order."""
+    documents: dict[str, list[tuple[str, int]]]
+    """Each speaker's caption document once every unit is applied."""
+    latencies_ms: list[float]
+    """Per final word: from when it was first heard to when the captions held it."""
+    escalations: int
+    corrected_words: int
+    """Released words a final contradicted."""
+
+
+def caption_run(
+    events: Sequence[TranscriptEvent], mode: ReleaseMode | str, config: ReleaseConfig | None = None
+) -> ModeRun:
+    """The units one mode releases from ``events``, as the live path would, with latencies."""
+    stabilizer = TranscriptStabilizer()
+    captions = Captions(mode, config)
+    heard_at: dict[tuple[str, int, int], int] = {}  # (speaker, utterance, word) -> first heard
+    utterance: dict[str, int] = defaultdict(int)
+    finals: list[tuple[str, str]] = []
+    last_t = events[0].t_ms if events else 0
+    for e in events:
+        for t in range(last_t + TICK_MS, e.t_ms, TICK_MS):
+            captions.tick(t)
+        last_t = e.t_ms
+        u = utterance[e.speaker]
+        for i in range(len(e.text.split())):
+            heard_at.setdefault((e.speaker, u, i), e.t_ms)
+        captions.on_step(stabilizer.on_event(e))
+        if e.kind is EventKind.FINAL:
+            finals.append((e.speaker, e.text))
+            utterance[e.speaker] += 1
+    captions.finish(last_t)
+    documents = apply_units(captions.units)
+    latencies: list[float] = []
+    start: dict[str, int] = defaultdict(int)
+    count: dict[str, int] = defaultdict(int)
+    for speaker, text in finals:
+        document = documents.get(speaker, [])
+        u = count[speaker]
+        for i in range(len(text.split())):
+            position = start[speaker] + i
+            if position < len(document):
+                latencies.append(document[position][1] - heard_at[(speaker, u, i)])
+        start[speaker] += len(text.split())
+        count[speaker] += 1
+    return ModeRun(
+        captions.units,
+        finals,
+        documents,
+        latencies,
+        escalations=sum(c.escalated for t in captions.trackers.values() for c in t.transitions),
+        corrected_words=sum(t.corrections for t in captions.trackers.values()),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,102 +118,73 @@ class CadenceRow:
     fixture: str
     mode: str
     units: int
-    multiplier: float
+    """Units that release new words (corrections are counted apart)."""
+    x_relaxed: float
     """Units against Relaxed's on the same fixture."""
+    x_live: float
+    """Units against Live's (the reference) on the same fixture."""
     words: int
+    """Words the captions hold at the end: the finals' word count, when all is well."""
     p50_ms: float
     p95_ms: float
-    transitions: int
-    """Escalations plus de-escalations (Balanced only)."""
+    corrections: int
+    """Units that replace words already shown (what a final contradicted)."""
+    escalations: int
+    """Times Balanced escalated (de-escalations are not counted)."""
+    released: tuple[ReleaseUnit, ...] = ()
+    finals: tuple[tuple[str, str], ...] = ()
 
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class SpokenUnit:
-    speaker: str
-    unit: ReleaseUnit
-
-
-@dataclass(frozen=True, slots=True)
-class ModeRun:
-    """One release mode over an event log."""
-
-    units: list[SpokenUnit]
-    latencies_ms: list[float]
-    """Per released word: from when it was first heard to its release."""
-    transitions: int
-    """Escalations plus de-escalations (Balanced only)."""
-
-
-def release_units(
-    events: Sequence[TranscriptEvent],
-    mode: ReleaseMode | str,
-    config: ReleaseConfig | None = None,
-) -> ModeRun:
-    """The units one mode releases from ``events`` (every speaker), with their latencies."""
-    trackers: dict[str, ReleaseTracker] = {}
-    heard_at: dict[tuple[str, int, int], int] = {}  # (speaker, utterance, word) -> first heard
-    units: list[SpokenUnit] = []
-    latencies: list[float] = []
-    last_t = events[0].t_ms if events else 0
-    for e in events:
-        for t in range(last_t + TICK_MS, e.t_ms, TICK_MS):
-            for speaker, tracker in trackers.items():
-                units += [SpokenUnit(speaker, u) for u in tracker.poll(t)]
-        last_t = e.t_ms
-        tracker = trackers.setdefault(e.speaker, ReleaseTracker(mode, config))
-        utterance = tracker.utterance
-        for i in range(len(e.text.split())):
-            heard_at.setdefault((e.speaker, utterance, i), e.t_ms)
-        if e.kind is EventKind.FINAL:
-            units += [SpokenUnit(e.speaker, u) for u in tracker.on_finalize(e.text, e.t_ms)]
-        else:
-            units += [SpokenUnit(e.speaker, u) for u in tracker.on_partial(e.text, e.t_ms)]
-    for spoken in units:
-        unit = spoken.unit
-        for i in range(unit.first_word, unit.first_word + unit.words):
-            first = heard_at.get((spoken.speaker, unit.utterance, i), unit.t_ms)
-            latencies.append(unit.t_ms - first)
-    transitions = sum(len(t.transitions) for t in trackers.values())
-    return ModeRun(units, latencies, transitions)
+    def to_dict(self, *, detail: bool = False) -> dict[str, object]:
+        row: dict[str, object] = {
+            "fixture": self.fixture, "mode": self.mode, "units": self.units,
+            "x_relaxed": self.x_relaxed, "x_live": self.x_live, "words": self.words,
+            "p50_ms": self.p50_ms, "p95_ms": self.p95_ms, "corrections": self.corrections,
+            "escalations": self.escalations,
+        }  # fmt: skip
+        if detail:
+            row["released"] = [
+                {"text": u.text, "speaker": u.speaker, "t_ms": u.t_ms, "reason": str(u.reason),
+                 "position": u.position, "replaces": u.replaces}
+                for u in self.released
+            ]  # fmt: skip
+            row["finals"] = [{"speaker": s, "text": t} for s, t in self.finals]
+        return row
 
 
 def cadence_rows(
     fixture: str, events: Sequence[TranscriptEvent], config: ReleaseConfig | None = None
 ) -> list[CadenceRow]:
-    """One row per mode; the multiplier is against Relaxed on the same events."""
-    runs = {m: release_units(events, m, config) for m in ReleaseMode}
-    relaxed = max(1, len(runs[ReleaseMode.RELAXED].units))
+    """One row per mode; units are counted against Relaxed and against Live."""
+    runs = {m: caption_run(events, m, config) for m in ReleaseMode}
+    releases = {m: sum(u.reason is not ReleaseReason.CORRECTION for u in r.units)
+                for m, r in runs.items()}  # fmt: skip
+    relaxed = max(1, releases[ReleaseMode.RELAXED])
+    live = max(1, releases[ReleaseMode.LIVE])
     return [
         CadenceRow(
             fixture=fixture,
             mode=str(mode),
-            units=len(run.units),
-            multiplier=round(len(run.units) / relaxed, 2),
-            words=len(run.latencies_ms),
+            units=releases[mode],
+            x_relaxed=round(releases[mode] / relaxed, 2),
+            x_live=round(releases[mode] / live, 2),
+            words=sum(len(d) for d in run.documents.values()),
             p50_ms=nearest_rank(run.latencies_ms, 50),
             p95_ms=nearest_rank(run.latencies_ms, 95),
-            transitions=run.transitions,
+            corrections=len(run.units) - releases[mode],
+            escalations=run.escalations,
+            released=tuple(run.units),
+            finals=tuple(run.finals),
         )
         for mode, run in runs.items()
     ]
 
 
-def clause_gaps(events: Sequence[TranscriptEvent]) -> list[int]:
-    """How long settled text waited for each clause boundary, as escalation measures it.
-
-    Balanced runs with escalation and pauses off, one tracker per speaker; the wait
-    starts when unreleased stable text appears after the previous boundary (or the
-    utterance start), so a pause between utterances is never counted.
-    """
-    config = ReleaseConfig(escalate_after_ms=10**9, pause_ms=None)
-    trackers: dict[str, ReleaseTracker] = {}
+def unpunctuated_runs(events: Sequence[TranscriptEvent]) -> list[int]:
+    """Stable words heard between punctuation marks, per run, as Balanced's escalation counts
+    them (with escalation off, so every run is seen whole)."""
+    config = ReleaseConfig(escalate_after_words=10**9)
+    stabilizer = TranscriptStabilizer()
+    captions = Captions(ReleaseMode.BALANCED, config)
     for e in events:
-        tracker = trackers.setdefault(e.speaker, ReleaseTracker(ReleaseMode.BALANCED, config))
-        if e.kind is EventKind.FINAL:
-            tracker.on_finalize(e.text, e.t_ms)
-        else:
-            tracker.on_partial(e.text, e.t_ms)
-    return [w for tracker in trackers.values() for w in tracker.boundary_waits]
+        captions.on_step(stabilizer.on_event(e))
+    return [n for tracker in captions.trackers.values() for n in tracker.unpunctuated_runs]

@@ -8,32 +8,49 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "DE_ESCALATE_BOUNDARIES",
-    "ESCALATE_AFTER_MS",
+    "BARE_FINAL_WORDS",
+    "COMMA_UNIT_WORDS",
+    "DE_ESCALATE_MARKS",
+    "ESCALATED_DWELL_MS",
+    "ESCALATE_AFTER_WORDS",
     "LIVE_DWELL_MS",
     "MIN_UNIT_WORDS",
     "PAUSE_MS",
     "ends_clause",
+    "punctuated",
 ]
 
 LIVE_DWELL_MS = 1500
 """Live releases settled text once it has waited this long. One and a half re-decode
 chunks (1000 ms): a unit then usually carries more than one revision's growth."""
 
-ESCALATE_AFTER_MS = 6000
-"""Balanced turns to dwell releases after this long without a clause boundary.
-It must exceed the waits between boundaries on punctuated speech, or Balanced costs
-what Live costs there. Measured on the committed punctuated fixtures as the escalation
-timer sees them (settled text waiting for the next boundary, finals' punctuation
-included; tests/release/test_fixtures.py::test_escalation_clears_the_clause_gaps):
-29 waits, the worst 5000 ms but one of 14000 ms where tiny.en left a whole sentence
-end unpunctuated - an unpunctuated stretch, where escalating is right. 6000 ms is 20%
-above the worst punctuated wait; it meets every cadence target (BENCHMARKS.md)."""
+ESCALATE_AFTER_WORDS = 23
+"""Balanced turns to dwell releases once the finals have run this many words without a
+punctuation mark (commas count): the recognizer is not punctuating. Measured on the finals,
+what the recognizer settled on, in words, so silence never escalates. Derived in
+tests/release/test_fixtures.py::test_the_escalation_thresholds_clear_every_punctuated_run:
+the punctuated fixtures' longest run is 19 words (a 19-word sentence with no comma); 20%
+above it."""
 
-DE_ESCALATE_BOUNDARIES = 2
-"""Punctuation boundaries that must be seen while escalated before Balanced trusts
-punctuation again. One is not evidence (a stray abbreviation period); staying escalated
-through punctuated speech costs Live's price, so no more than two."""
+BARE_FINAL_WORDS = 8
+"""A final of this many words with no punctuation mark at all escalates Balanced at once: a
+recognizer that punctuates ends its utterances with a mark, and the punctuated fixtures hold
+no bare final of any length (same test). Shorter bare finals ("okay sure") prove nothing."""
+
+ESCALATED_DWELL_MS = 2500
+"""How long settled text waits, once Balanced has escalated, before it is released: longer
+than Live's dwell, so escalated Balanced costs less than Live (BENCHMARKS.md, cadence)."""
+
+DE_ESCALATE_MARKS = 2
+"""Punctuation marks that must be seen while escalated before Balanced trusts punctuation
+again. One is not evidence (a stray abbreviation period)."""
+
+COMMA_UNIT_WORDS = 12
+"""A comma releases what waits before it only from this many words on: a long clause is worth
+showing at its comma, a short one rides with the next ("Okay, thank you all."). Measured on
+the continuous fixture (BENCHMARKS.md, cadence): without comma releases Balanced's p95 is
+13 s there (a 15-second utterance of commas only); at 12 words it is 6 s for 2 more units;
+at 10 or 8 words it is 7 s (8 words: 5 more units)."""
 
 MIN_UNIT_WORDS = 3
 """A boundary releases only if the unit would hold at least this many words; shorter
@@ -60,7 +77,15 @@ def ends_clause(word: str) -> bool:
     return bool(_CLAUSE_END.search(word))
 
 
-if not ESCALATE_AFTER_MS > LIVE_DWELL_MS:  # pragma: no cover - a retune gone wrong
-    raise AssertionError("ESCALATE_AFTER_MS must exceed LIVE_DWELL_MS")
-if not DE_ESCALATE_BOUNDARIES >= 2:  # pragma: no cover
-    raise AssertionError("one boundary is not evidence: DE_ESCALATE_BOUNDARIES >= 2")
+_ANY_MARK = re.compile("[.,!?;:\u2026\u3001\u3002\uff0c\uff01\uff1f\uff1b\uff1a]")
+
+
+def punctuated(word: str) -> bool:
+    """Whether a recognizer word carries any punctuation mark, commas included."""
+    return bool(_ANY_MARK.search(word))
+
+
+if not ESCALATED_DWELL_MS >= LIVE_DWELL_MS:  # pragma: no cover - a retune gone wrong
+    raise AssertionError("escalated Balanced must not release faster than Live")
+if not DE_ESCALATE_MARKS >= 2:  # pragma: no cover
+    raise AssertionError("one mark is not evidence: DE_ESCALATE_MARKS >= 2")

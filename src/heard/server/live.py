@@ -10,8 +10,11 @@ client is told: ``{"type": "degraded", "chunk_ms": 2000, "rtf": 1.3}``. A text f
 The server answers with JSON messages:
 
 * ``{"type": "hypothesis", "speaker", "turn", "stable", "unstable", "t_ms"}`` per event;
-* ``{"type": "release", "speaker", "text", "reason", "t_ms"}`` for caption units
-  (cadence from ``?mode=relaxed|balanced|live``, default balanced);
+* ``{"type": "release", "speaker", "text", "reason", "t_ms", "position", "replaces"}``
+  for caption units (cadence from ``?mode=relaxed|balanced``, default balanced): put the
+  unit's words at ``position`` of the speaker's caption in place of ``replaces`` words (a
+  ``correction`` replaces words a final contradicted). Units a timer releases while nobody
+  speaks come on their own; the others right after the hypothesis that released them;
 * ``{"type": "context", ...}``: the memory prepared for the next reply;
 * ``{"type": "final", "speaker", "turn", "text"}``: the final, now evidence;
 * with ``?translate=de``: ``{"type": "translation", "speaker", "text", "translation",
@@ -41,7 +44,7 @@ from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.retriever import MemoryRetriever
 from heard.llm.providers import provider_from_env
-from heard.release.tracker import RELEASE_MODES, ReleaseUnit
+from heard.release.tracker import SELECTABLE_MODES, ReleaseUnit
 from heard.release.translation import (
     IdentityTranslator,
     LLMTranslator,
@@ -80,8 +83,11 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
             await websocket.close(code=CLOSE_POLICY, reason="a valid token is required")
             return
         mode_name = websocket.query_params.get("mode", "balanced")
-        if mode_name not in RELEASE_MODES:
-            await websocket.close(code=CLOSE_POLICY, reason=f"unknown mode {mode_name!r}")
+        if mode_name not in SELECTABLE_MODES:
+            modes = " or ".join(SELECTABLE_MODES)
+            await websocket.close(
+                code=CLOSE_POLICY, reason=f"unknown caption mode {mode_name[:40]!r}: {modes}"
+            )
             return
         await websocket.accept()
         connection = uuid.uuid4().hex[:8]
@@ -98,22 +104,9 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         def on_context(context: PreparedContext) -> None:
             outbox.put_nowait({"type": "context", **context.to_dict()})
 
-        releases: list[dict[str, Any]] = []  # sent after the hypothesis that released them
-
-        def on_release(speaker: str, unit: ReleaseUnit) -> None:
-            releases.append(
-                {
-                    "type": "release",
-                    "speaker": speaker,
-                    "text": unit.text,
-                    "reason": str(unit.reason),
-                    "t_ms": unit.t_ms,
-                }
-            )
-
+        outgoing = _Releases(outbox)
         target = websocket.query_params.get("translate", "")[:10]
         translations: TranslationQueue | None = None
-        speakers_of: dict[int, str] = {}
         if target:
             provider = provider_from_env()
             translator: Translator = (
@@ -124,7 +117,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
                 outbox.put_nowait(
                     {
                         "type": "translation",
-                        "speaker": speakers_of.pop(id(done.unit), ""),
+                        "speaker": done.unit.speaker,
                         "text": done.unit.text,
                         "translation": done.translation,
                         "target": target,
@@ -135,18 +128,13 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
 
             translations = TranslationQueue(translator, target=target, on_translated=on_translated)
 
-        def on_release_and_translate(speaker: str, unit: ReleaseUnit) -> None:
-            on_release(speaker, unit)
-            if translations is not None:
-                speakers_of[id(unit)] = speaker
-                translations.submit(unit)
-
         conversation = Conversation(
             retriever,
             conversation_id=f"live-{connection}",
-            release_mode=RELEASE_MODES[mode_name],
+            release_mode=SELECTABLE_MODES[mode_name],
             on_context=on_context,
-            on_release=on_release_and_translate,
+            on_release=outgoing.release,
+            translations=translations,
         )
 
         async def send_all() -> None:
@@ -156,17 +144,41 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         sender = asyncio.create_task(send_all())
         close: tuple[int, str] | None = None
         try:
-            close = await _receive(websocket, conversation, outbox, releases, user.name, connection)
+            close = await _receive(websocket, conversation, outbox, outgoing, user.name, connection)
         finally:
             await conversation.join()
-            if translations is not None:
-                await translations.close()
+            await conversation.settle_captions()
             outbox.put_nowait(None)
             with contextlib.suppress(Exception):
                 await sender
             if close is not None:
                 with contextlib.suppress(Exception):
                     await websocket.close(code=close[0], reason=close[1])
+
+
+class _Releases:
+    """Caption units on their way out: held while a step is fed (they follow the hypothesis
+    that released them), sent at once when the captions' timer releases them."""
+
+    def __init__(self, outbox: asyncio.Queue[dict[str, Any] | None]) -> None:
+        self.outbox = outbox
+        self.held: list[dict[str, Any]] | None = None
+
+    def release(self, unit: ReleaseUnit) -> None:
+        message = {"type": "release", **unit.to_dict()}
+        if self.held is not None:
+            self.held.append(message)
+        else:
+            self.outbox.put_nowait(message)
+
+    async def feed(self, conversation: Conversation, event: TranscriptEvent) -> TranscriptStep:
+        self.held = []
+        return await conversation.feed(event)
+
+    def flush(self) -> None:
+        for message in self.held or ():
+            self.outbox.put_nowait(message)
+        self.held = None
 
 
 class Pacer:
@@ -194,11 +206,13 @@ class _Audio:
     def __init__(
         self,
         conversation: Conversation,
+        outgoing: _Releases,
         emit: Callable[[TranscriptStep, TranscriptEvent], None],
         outbox: asyncio.Queue[dict[str, Any] | None],
         speaker: str,
     ) -> None:
         self.conversation = conversation
+        self.outgoing = outgoing
         self.emit = emit
         self.outbox = outbox
         self.speaker = speaker
@@ -268,7 +282,7 @@ class _Audio:
         t_ms = self.received * 1000 // SAMPLE_RATE
         for d in found:
             event = TranscriptEvent(t_ms, d.kind, d.text, self.speaker)
-            self.emit(await self.conversation.feed(event), event)
+            self.emit(await self.outgoing.feed(self.conversation, event), event)
 
 
 def _is_end(raw: str) -> bool:
@@ -286,7 +300,7 @@ async def _receive(
     websocket: WebSocket,
     conversation: Conversation,
     outbox: asyncio.Queue[dict[str, Any] | None],
-    releases: list[dict[str, Any]],
+    outgoing: _Releases,
     user: str,
     connection: str,
 ) -> tuple[int, str] | None:
@@ -304,9 +318,7 @@ async def _receive(
                 "t_ms": step.t_ms,
             }
         )
-        for release in releases:
-            outbox.put_nowait(release)
-        releases.clear()
+        outgoing.flush()
         if event.kind is EventKind.FINAL:
             outbox.put_nowait(
                 {
@@ -349,7 +361,7 @@ async def _receive(
                         f"frame {number}: audio must be PCM16 (an even number of bytes)",
                     )
                 if audio is None:
-                    audio = _Audio(conversation, emit, outbox, speaker)
+                    audio = _Audio(conversation, outgoing, emit, outbox, speaker)
                 audio.add(data)
                 continue
             if _is_end(raw):
@@ -361,7 +373,7 @@ async def _receive(
             except EventLogError as e:
                 log.warning("live %s (%s): %s", connection, user, e)
                 return CLOSE_INVALID, str(e)[:120]
-            emit(await conversation.feed(event), event)
+            emit(await outgoing.feed(conversation, event), event)
     finally:
         if audio is not None:
             await audio.close()

@@ -34,6 +34,9 @@ class Hypothesis:
     final: bool
     contradiction: bool = False
     """This revision disagreed with the committed stable prefix."""
+    repeated: bool = False
+    """This partial's words are the previous partial's, word for word (by the turn's word
+    rule): the recognizer heard nothing new since. A pause, as the transcript tells it."""
 
     @property
     def text(self) -> str:
@@ -77,6 +80,7 @@ class TranscriptAccumulator:
         """Keys after the stable prefix in the last revision; None if it was unaligned."""
         self._stable_keys: list[str] = []
         self._stable_surface: list[str] = []
+        self._last_keys: list[str] | None = None
         self.revisions = 0
         self.contradictions = 0
         self.final = False
@@ -115,6 +119,8 @@ class TranscriptAccumulator:
         if not agrees:
             self.contradictions += 1
         self.revisions += 1
+        repeated = keys == self._last_keys
+        self._last_keys = keys
         return Hypothesis(
             turn_id=self.turn_id,
             stable_prefix=" ".join(self._stable_surface),
@@ -123,6 +129,7 @@ class TranscriptAccumulator:
             revision=self.revisions,
             final=False,
             contradiction=not agrees,
+            repeated=repeated,
         )
 
     def _realign(self, keys: list[str]) -> int | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from heard.transcript.tokenize import tokenize
 
-__all__ = ["DEFAULT_RECALL_PHRASES", "SignalExtractor", "Signals"]
+__all__ = ["DEFAULT_RECALL_PHRASES", "Match", "SignalExtractor", "Signals", "resume_point"]
 
 DEFAULT_RECALL_PHRASES: tuple[str, ...] = (
     "do you remember",
@@ -113,26 +113,51 @@ class SignalExtractor:
 
     def extract_tokens(self, tokens: list[str], start: int = 0) -> Signals:
         """Signals in already tokenized text, looking only at matches from ``start`` on."""
-        return Signals(
-            entities=self._scan(self._entities, tokens, start),
-            recall_phrases=self._scan(self._recall, tokens, start),
-        )
+        entities, phrases = self.matches(tokens, start)
+        return Signals(_labels(entities), _labels(phrases))
 
-    @staticmethod
-    def _scan(
-        table: dict[str, list[tuple[_Phrase, str]]], tokens: list[str], start: int = 0
-    ) -> tuple[str, ...]:
-        """Labels of the longest phrases matching at each position, without overlaps."""
-        found: dict[str, None] = {}  # ordered set: first mention first
-        if not table or table.keys().isdisjoint(tokens[start:]):
-            return ()
-        i = start
-        while i < len(tokens):
-            for phrase, label in table.get(tokens[i], ()):
-                if tuple(tokens[i : i + len(phrase)]) == phrase:
-                    found[label] = None
-                    i += len(phrase)
-                    break
-            else:
-                i += 1
-        return tuple(found)
+    def matches(self, tokens: list[str], start: int = 0) -> tuple[list[Match], list[Match]]:
+        """Entity and recall-phrase matches from ``start`` on: the longest at each position,
+        without overlaps, as a scan from ``start`` finds them."""
+        return _scan(self._entities, tokens, start), _scan(self._recall, tokens, start)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    start: int
+    length: int
+    label: str
+
+
+def _labels(matches: Iterable[Match]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(m.label for m in matches))
+
+
+def _scan(
+    table: dict[str, list[tuple[_Phrase, str]]], tokens: list[str], start: int
+) -> list[Match]:
+    found: list[Match] = []
+    if not table or table.keys().isdisjoint(tokens[start:]):
+        return found
+    i = start
+    while i < len(tokens):
+        for phrase, label in table.get(tokens[i], ()):
+            if tuple(tokens[i : i + len(phrase)]) == phrase:
+                found.append(Match(i, len(phrase), label))
+                i += len(phrase)
+                break
+        else:
+            i += 1
+    return found
+
+
+def resume_point(matches: Iterable[Match], limit: int) -> int:
+    """Where a scan of tokens that grew past ``limit`` can resume and find what a full scan
+    finds: ``limit``, or the start of an earlier match that it falls inside (a full scan
+    never stops inside a match), repeated until no match holds it."""
+    spans = sorted((m.start, m.start + m.length) for m in matches)
+    point = max(0, limit)
+    for start, end in reversed(spans):
+        if start < point < end:
+            point = start
+    return point

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from heard.transcript.accumulator import Hypothesis, TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent
-from heard.transcript.signals import NO_SIGNALS, SignalExtractor, Signals
+from heard.transcript.signals import NO_SIGNALS, Match, SignalExtractor, Signals, resume_point
 from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.tokenize import ENGLISH_STOPWORDS, tokenize
 from heard.transcript.turns import TurnId, TurnTracker
@@ -88,14 +88,14 @@ class _Speaker:
     stable_words: int = 0
     tokens: list[str] = field(default_factory=list)
     query: list[str] = field(default_factory=list)
-    entities: dict[str, None] = field(default_factory=dict)
-    phrases: dict[str, None] = field(default_factory=dict)
+    entities: list[Match] = field(default_factory=list)
+    phrases: list[Match] = field(default_factory=list)
 
     def reset(self) -> None:
         self.signals = NO_SIGNALS
         self.stable_words = 0
         self.tokens, self.query = [], []
-        self.entities, self.phrases = {}, {}
+        self.entities, self.phrases = [], []
 
 
 class TranscriptStabilizer:
@@ -175,20 +175,25 @@ class TranscriptStabilizer:
         return TranscriptStep(t_ms, speaker, turn, kind, hypothesis, decision, state.signals)
 
     def _grow_stable(self, state: _Speaker, hypothesis: Hypothesis) -> None:
-        """Tokenize only the newly stable words and scan them (with some overlap) for signals."""
+        """Tokenize only the newly stable words and rescan only the tail where a signal may
+        have changed: from the last place a full scan would visit before any new match."""
         new_words = hypothesis.stable_prefix.split()[state.stable_words :]
         state.stable_words = hypothesis.stable_word_count
         new_tokens = tokenize(" ".join(new_words))
         if not new_tokens:
             return
-        start = max(0, len(state.tokens) - self._extractor.longest_phrase + 1)
+        limit = len(state.tokens) - self._extractor.longest_phrase + 1
         state.tokens.extend(new_tokens)
         state.query.extend(t for t in new_tokens if t not in ENGLISH_STOPWORDS)
-        found = self._extractor.extract_tokens(state.tokens, start)
-        if found:
-            state.entities.update(dict.fromkeys(found.entities))
-            state.phrases.update(dict.fromkeys(found.recall_phrases))
-            state.signals = Signals(tuple(state.entities), tuple(state.phrases))
+        # resume where both scans would stand, and replace what they found from there on
+        start = resume_point([*state.entities, *state.phrases], limit)
+        entities, phrases = self._extractor.matches(state.tokens, start)
+        state.entities = [m for m in state.entities if m.start < start] + entities
+        state.phrases = [m for m in state.phrases if m.start < start] + phrases
+        state.signals = Signals(
+            tuple(dict.fromkeys(m.label for m in state.entities)),
+            tuple(dict.fromkeys(m.label for m in state.phrases)),
+        )
 
     def on_event(self, event: TranscriptEvent) -> TranscriptStep:
         if event.kind is EventKind.FINAL:

@@ -3,6 +3,7 @@
 "use strict";
 const $ = (id) => document.getElementById(id);
 const lines = new Map(); // turn -> {settled, unsettled}
+const documents = new Map(); // speaker -> {words, node}: the released caption, unit by unit
 let socket = null;
 let audio = null;
 
@@ -22,6 +23,24 @@ function lineFor(turn, speaker) {
     lines.set(turn, line);
   }
   return line;
+}
+
+function applyRelease(message) {
+  // A unit puts its words at `position` of the speaker's caption, in place of `replaces`
+  // words: plain releases append, corrections fix what a final contradicted.
+  let doc = documents.get(message.speaker);
+  if (!doc) {
+    const row = el("div", "line");
+    row.append(el("span", "who", message.speaker + ":"));
+    const node = el("span", "released", "");
+    row.append(" ", node);
+    $("released").append(row);
+    doc = { words: [], node };
+    documents.set(message.speaker, doc);
+  }
+  const words = message.text ? message.text.split(" ") : [];
+  doc.words.splice(message.position, message.replaces, ...words);
+  doc.node.textContent = doc.words.join(" ");
 }
 
 function showContext(message) {
@@ -45,6 +64,8 @@ function onMessage(event) {
     const line = lineFor(message.turn, message.speaker);
     line.settled.textContent = message.text;
     line.unsettled.textContent = "";
+  } else if (message.type === "release") {
+    applyRelease(message);
   } else if (message.type === "translation") {
     const row = el("div", "tr");
     row.append(el("span", "src", message.text), el("span", "", message.translation ?? "(failed: " + message.error + ")"));
