@@ -158,3 +158,13 @@ def test_startup_benchmark_measures_every_command_beside_python() -> None:
     assert names[0] == "python -c pass"
     assert {"heard --help", "heard replay jfk_partials.jsonl"} <= set(names)
     assert all(r["cpu_s"] > 0 for r in rows)
+
+
+def test_on_the_committed_streams_heard_commits_no_later_and_no_worse_than_local_agreement() -> None:
+    rows = load("streaming").fixture_rows()
+    by = {(r["audio"], r["policy"]): r for r in rows}
+    for name in ("natural", "continuous", "unpunctuated", "mixed", "alternating"):
+        heard, peer = by[(name, "heard")], by[(name, "LocalAgreement-2")]
+        assert heard["p50_ms"] <= peer["p50_ms"], name
+        assert 0.8 <= heard["precision"] <= 1.0
+    assert by[("all five", "heard")]["wer"] <= by[("all five", "LocalAgreement-2")]["wer"]
