@@ -160,7 +160,7 @@ def test_startup_benchmark_measures_every_command_beside_python() -> None:
     assert all(r["cpu_s"] > 0 for r in rows)
 
 
-def test_on_the_committed_streams_heard_commits_no_later_and_no_worse_than_local_agreement() -> None:
+def test_heard_commits_no_later_and_no_worse_than_local_agreement() -> None:
     rows = load("streaming").fixture_rows()
     by = {(r["audio"], r["policy"]): r for r in rows}
     for name in ("natural", "continuous", "unpunctuated", "mixed", "alternating"):
