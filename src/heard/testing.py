@@ -109,7 +109,8 @@ class ScriptedProvider:
     for T, else from ``answers``. An answer is the tool's arguments (a mapping), a whole
     ``ToolCall``, or an exception to raise. An empty queue fails the call with
     ``ProviderError``, as a real provider's failure would. ``delay_s`` makes every call take
-    that long; past the call's ``timeout_s`` it fails as a timeout.
+    that long; past the call's ``timeout_s`` it fails as a timeout, unless ``hangs`` (a provider
+    that ignores its timeout, which heard must abandon on its own).
     """
 
     name = "scripted"
@@ -119,10 +120,12 @@ class ScriptedProvider:
         *answers: Answer,
         per_tool: Mapping[str, Sequence[Answer]] | None = None,
         delay_s: float = 0.0,
+        hangs: bool = False,
     ) -> None:
         self.answers = list(answers)
         self.per_tool = {tool: list(queue) for tool, queue in (per_tool or {}).items()}
         self.delay_s = delay_s
+        self.hangs = hangs
         self.calls: list[ProviderCall] = []
 
     def call_tool(
@@ -130,8 +133,8 @@ class ScriptedProvider:
     ) -> ToolCall:
         self.calls.append(ProviderCall(tool.name, system, prompt, timeout_s))
         if self.delay_s:
-            time.sleep(min(self.delay_s, timeout_s))
-            if self.delay_s > timeout_s:
+            time.sleep(self.delay_s if self.hangs else min(self.delay_s, timeout_s))
+            if self.delay_s > timeout_s and not self.hangs:
                 raise ProviderError(f"{tool.name}: timed out after {timeout_s} s")
         queue = self.per_tool.get(tool.name, self.answers)
         if not queue:

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from heard.errors import ProviderError
 from heard.llm import ToolCall
 from heard.memory.evidence import Evidence, EvidenceIndex
-from heard.memory.recall import MemoryRecall
-from heard.memory.selection import GATE_TOOL_NAME, run_gate
+from heard.memory.recall import MemoryRecall, RecallOptions
+from heard.memory.selection import GATE_TOOL_NAME, CallRecord, run_gate
 from heard.memory.workspace import load_workspace
 from heard.testing import Answer, ScriptedProvider
 
@@ -133,3 +135,100 @@ def test_a_failed_descent_falls_back_to_words() -> None:
     result = memory.recall("what are the plans for the projects", capture=True)
     assert "launch-plan" in result.passes[0].tree
     assert all(c.error for c in result.calls if c.lane == "descent")
+
+
+def many_pages(tmp_path: Path, n: int) -> Path:
+    pages = tmp_path / "ws" / "pages"
+    pages.mkdir(parents=True)
+    for i in range(n):
+        (pages / f"note-{i:02d}.md").write_text(
+            f"---\nsummary: launch note {i}\n---\nlaunch plan {i}\n"
+        )
+    return tmp_path / "ws"
+
+
+@pytest.mark.parametrize("k", [1, 2, 10])
+def test_sticky_pages_are_returned_whatever_k_and_the_gate_order(tmp_path: Path, k: int) -> None:
+    workspace = load_workspace(many_pages(tmp_path, 29))
+    sticky = ["note-28", "note-27"]
+    # the gate keeps every candidate it was given, sticky last (as a failed-open gate does)
+    everything = sorted(workspace.pages.by_slug)
+    provider = scripted({"decision": "ready", "selected_slugs": everything})
+    memory = MemoryRecall(workspace, provider=provider, options=RecallOptions(page_scouts=29))
+    result = memory.recall("the launch plan", sticky=sticky, k=k)
+    assert set(sticky) <= set(result.pages)
+    assert len(result.pages) == k + len(sticky)
+
+
+def test_every_gate_pass_sees_the_turn_the_conversation_and_its_questions() -> None:
+    provider = scripted(
+        {"decision": "more", "questions": ["budget numbers"]},
+        {"decision": "ready", "selected_slugs": ["budget-review"]},
+    )
+    memory = MemoryRecall(load_workspace(WORKSPACE), provider=provider)
+    memory.recall("Tell me about Rhea", context=["ana: we met Rhea in Tokyo"], capture=True)
+    gates = [c.prompt for c in provider.calls if c.tool == GATE_TOOL_NAME]
+    assert len(gates) == 2
+    for prompt in gates:
+        assert "<turn>\nTell me about Rhea\n</turn>" in prompt
+        assert "ana: we met Rhea in Tokyo" in prompt
+    assert "budget numbers" in gates[1]
+    assert "budget numbers" not in gates[0]
+
+
+def test_the_gate_timeout_is_enforced_and_the_gate_fails_open() -> None:
+    provider = ScriptedProvider(  # it ignores the timeout it is given
+        {"decision": "ready", "selected_slugs": ["rhea"]}, delay_s=2.0, hangs=True
+    )
+    started = time.monotonic()
+    result = run_gate("q", CANDIDATES, provider=provider, timeout_s=0.2)
+    assert time.monotonic() - started < 1.5
+    assert result.decision == "ready"
+    assert result.selected == CANDIDATES
+    assert "no answer within 0.2 s" in (result.failed_open or "")
+
+
+def test_ready_with_a_null_selection_fails_open() -> None:
+    provider = scripted({"decision": "ready", "selected_slugs": None})
+    result = run_gate("q", CANDIDATES, provider=provider)
+    assert result.selected == CANDIDATES
+    assert result.failed_open == "ready without a selection"
+
+
+class Flat:
+    """An embedder for which every text is the same: the dense scout brings pages in order."""
+
+    dim = 4
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.full((len(texts), self.dim), 0.5, dtype=np.float32)
+
+
+def test_capture_records_every_lane_with_its_pass_node_raw_response_and_error() -> None:
+    raw = object()  # the SDK's own response object
+    provider = ScriptedProvider(
+        ToolCall(GATE_TOOL_NAME, {"decision": "ready", "selected_slugs": ["rhea"]}, raw),
+        per_tool={"choose_children": [{"children": ["node:people"]}], "keep_pages": []},
+    )
+    memory = MemoryRecall(
+        load_workspace(WORKSPACE), provider=provider, embedder=Flat(),
+        options=RecallOptions(page_scouts=2),  # the dense scout brings what BM25 leaves
+    )  # fmt: skip
+    result = memory.recall("Tell me about Rhea", capture=True)
+    lanes = {c.lane for c in result.calls}
+    assert lanes == {"filter", "descent", "gate"}
+    assert all(c.pass_number == 1 for c in result.calls)
+    descents = [c for c in result.calls if c.lane == "descent"]
+    assert descents[0].node == "root"
+    assert descents[0].response == {"children": ["node:people"]}
+    assert all(c.error for c in descents[1:])  # the script ran out: they failed, and say why
+    [gate] = [c for c in result.calls if c.lane == "gate"]
+    assert gate.raw is raw
+    assert gate.ms >= 0
+    [filtered] = [c for c in result.calls if c.lane == "filter"]
+    assert filtered.error == "keep_pages: nothing scripted"
+    # run_gate called on its own records the pass it is told
+    records: list[CallRecord] = []
+    run_gate("q", CANDIDATES, provider=scripted({"decision": "ready", "selected_slugs": []}),
+             pass_number=2, capture=records.append)  # fmt: skip
+    assert [r.pass_number for r in records] == [2]

@@ -18,6 +18,7 @@ Each pass:
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -27,13 +28,26 @@ from heard.llm.provider import Provider, ToolSpec
 from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
 from heard.memory.evidence import EvidenceIndex, Recalled
-from heard.memory.selection import CallRecord, CaptureSink, GateResult, run_gate
+from heard.memory.selection import (
+    CallRecord,
+    CaptureSink,
+    GateResult,
+    call_with_timeout,
+    render_turn,
+    run_gate,
+)
 from heard.memory.workspace import ChildRef, Workspace, compose_node_index
 
-__all__ = ["MemoryRecall", "PassTrace", "RecallOptions", "RecallResult"]
+__all__ = ["MemoryRecall", "PassTrace", "RecallOptions", "RecallResult", "keep_sticky"]
 
 DENSE_FLOOR = 0.3
 """A page the dense scout brings must be at least this close (cosine) to the query."""
+
+FILTER_SYSTEM = (
+    "You check pages a similarity search brought for a voice assistant's next reply. Given "
+    "the conversation and the pages (slug - summary), call keep_pages with the slugs that "
+    "could help; keep any you are unsure of."
+)
 
 DESCENT_SYSTEM = (
     "You walk a tree of memory notes to find what answers a question. Given one node's index "
@@ -45,11 +59,14 @@ DESCENT_SYSTEM = (
 @dataclass(frozen=True, slots=True)
 class RecallOptions:
     k: int = 10
+    """Evidence items, and pages beyond the sticky ones, returned at most."""
     max_passes: int = 3
     page_scouts: int = 8
     tree_width: int = 2
     edge_hops: int = 2
     edge_cap: int = 8
+    llm_timeout_s: float = 20.0
+    """Each LLM call (filter, descent, gate) is abandoned after this; its lane fails open."""
 
 
 @dataclass(slots=True)
@@ -114,17 +131,73 @@ class MemoryRecall:
                 self._page_vectors = DenseIndex(embedder.dim)
                 self._page_vectors.add(embedder.embed(texts))
 
-    def _scout(self, query: str) -> list[str]:
+    def _scout(
+        self,
+        query: str,
+        turn: str | None = None,
+        context: Sequence[str] = (),
+        number: int = 1,
+        sink: CaptureSink | None = None,
+    ) -> list[str]:
         n = self.options.page_scouts
         found = [self._slugs[h.doc] for h in self._pages.search(query, n)]
         if self.embedder is not None and self._page_vectors is not None:
             cosine = self._page_vectors.scores(self.embedder.embed([query])[0])
-            for doc in np.argsort(-cosine)[:n].tolist():
-                if cosine[doc] >= DENSE_FLOOR and self._slugs[doc] not in found:
-                    found.append(self._slugs[doc])
+            near = [
+                self._slugs[doc]
+                for doc in np.argsort(-cosine)[:n].tolist()
+                if cosine[doc] >= DENSE_FLOOR and self._slugs[doc] not in found
+            ]
+            found += self._filter(near, query if turn is None else turn, context, number, sink)
         return found
 
-    def _walk(self, query: str, sink: CaptureSink | None = None) -> list[str]:
+    def _filter(
+        self,
+        slugs: list[str],
+        turn: str,
+        context: Sequence[str],
+        number: int,
+        sink: CaptureSink | None,
+    ) -> list[str]:
+        """The LLM filter over the dense scout's pages: those it keeps, or all of them when
+        there is no provider or the call fails (the lane fails open)."""
+        if self.provider is None or not slugs or self.workspace is None:
+            return slugs
+        pages = self.workspace.pages.by_slug
+        lines = "\n".join(f"{s} - {pages[s].summary}" for s in slugs)
+        tool = ToolSpec(
+            "keep_pages",
+            "Keep the pages that could help the next reply.",
+            {
+                "type": "object",
+                "properties": {
+                    "slugs": {"type": "array", "items": {"type": "string", "enum": slugs}}
+                },
+                "required": ["slugs"],
+            },
+        )
+        prompt = f"{render_turn(turn, context)}\n<pages>\n{lines}\n</pages>"
+        request = {"system": FILTER_SYSTEM, "prompt": prompt, "tool": tool.name}
+        started = time.perf_counter()
+        try:
+            call = call_with_timeout(
+                self.provider, system=FILTER_SYSTEM, prompt=prompt, tool=tool,
+                timeout_s=self.options.llm_timeout_s,
+            )  # fmt: skip
+            kept = call.arguments.get("slugs")
+            if not isinstance(kept, list):
+                raise ProviderError("keep_pages without a slugs list")
+        except Exception as e:  # noqa: BLE001 - a failed filter keeps every page
+            if sink:
+                ms = (time.perf_counter() - started) * 1000
+                sink(CallRecord("filter", request, None, str(e), ms, number))
+            return slugs
+        if sink:
+            ms = (time.perf_counter() - started) * 1000
+            sink(CallRecord("filter", request, call.arguments, None, ms, number, raw=call.raw))
+        return [s for s in slugs if s in kept]
+
+    def _walk(self, query: str, number: int = 1, sink: CaptureSink | None = None) -> list[str]:
         ws = self.workspace
         if ws is None or not ws.tree.nodes:
             return []
@@ -143,7 +216,7 @@ class MemoryRecall:
                 for c in ws.tree.children(node_id)
                 if (c.ref in ws.tree.nodes if c.kind == "node" else c.ref in ws.pages.by_slug)
             ]
-            chosen = self._descend(query, node_id, index, resolvable, sink)
+            chosen = self._descend(query, node_id, index, resolvable, number, sink)
             if chosen is None:
                 scored = []
                 for line, child in zip(index.splitlines(), resolvable, strict=False):
@@ -165,6 +238,7 @@ class MemoryRecall:
         node_id: str,
         index: str,
         children: list[ChildRef],
+        number: int,
         sink: CaptureSink | None,
     ) -> list[ChildRef] | None:
         """The LLM descender: the children to follow, or None to fall back to words."""
@@ -186,24 +260,22 @@ class MemoryRecall:
         request = {"system": DESCENT_SYSTEM, "prompt": prompt, "tool": tool.name}
         started = time.perf_counter()
         try:
-            call = self.provider.call_tool(system=DESCENT_SYSTEM, prompt=prompt, tool=tool)
+            call = call_with_timeout(
+                self.provider, system=DESCENT_SYSTEM, prompt=prompt, tool=tool,
+                timeout_s=self.options.llm_timeout_s,
+            )  # fmt: skip
             picked = call.arguments.get("children")
             if not isinstance(picked, list):
                 raise ProviderError("choose_children without a children list")
         except Exception as e:  # noqa: BLE001 - a failed descent falls back to lexical
             if sink:
-                sink(
-                    CallRecord(
-                        "descent", request, None, str(e), (time.perf_counter() - started) * 1000
-                    )
-                )
+                ms = (time.perf_counter() - started) * 1000
+                sink(CallRecord("descent", request, None, str(e), ms, number, node_id))
             return None
         if sink:
-            sink(
-                CallRecord(
-                    "descent", request, call.arguments, None, (time.perf_counter() - started) * 1000
-                )
-            )
+            ms = (time.perf_counter() - started) * 1000
+            sink(CallRecord("descent", request, call.arguments, None, ms, number, node_id,
+                            call.raw))  # fmt: skip
         by_ref = dict(zip(refs, children, strict=True))
         return [by_ref[r] for r in picked if isinstance(r, str) and r in by_ref]
 
@@ -230,11 +302,14 @@ class MemoryRecall:
         self,
         query: str,
         *,
+        context: Sequence[str] = (),
         sticky: list[str] | tuple[str, ...] = (),
         capture: bool = False,
         k: int | None = None,
     ) -> RecallResult:
-        """Up to ``k`` pages and ``k`` evidence items (default: ``options.k``)."""
+        """Up to ``k`` evidence items and ``k`` pages for the user's turn ``query`` (default:
+        ``options.k``), plus every sticky page, whatever ``k``. ``context`` is the conversation
+        before the turn, as the gate should see it."""
         o = self.options if k is None else replace(self.options, k=k)
         calls: list[CallRecord] = []
         sink = calls.append if capture else None
@@ -250,41 +325,42 @@ class MemoryRecall:
         passes: list[PassTrace] = []
         gate: GateResult | None = None
         summaries = {s: p.summary for s, p in self.workspace.pages.by_slug.items()}
+        kept_sticky = [s for s in sticky if s in self.workspace.pages.by_slug]
         for number in range(1, o.max_passes + 1):
-            records_before = len(calls)
-            scouted = [s for q in queries for s in self._scout(q)]
-            tree = [s for q in queries for s in self._walk(q, sink)]
+            scouted = [s for q in queries for s in self._scout(q, query, context, number, sink)]
+            tree = [s for q in queries for s in self._walk(q, number, sink)]
             for slug in [*scouted, *tree]:
                 if slug not in candidates:
                     candidates.append(slug)
             edges = self._edges(candidates)
             candidates += [e for e in edges if e not in candidates]
-            kept_sticky = [s for s in sticky if s in self.workspace.pages.by_slug]
             trace = PassTrace(number, queries, scouted, tree, edges, kept_sticky)
             passes.append(trace)
             gate = run_gate(
-                " / ".join(queries),
+                query,
                 candidates,
+                context=context,
+                questions=queries if number > 1 else (),
                 sticky=kept_sticky,
                 summaries=summaries,
                 pass_number=number,
                 provider=self.provider,
                 capture=sink,
+                timeout_s=o.llm_timeout_s,
             )
-            if sink:
-                for i in range(records_before, len(calls)):
-                    record = calls[i]
-                    calls[i] = CallRecord(
-                        record.lane,
-                        record.request,
-                        record.response,
-                        record.error,
-                        record.ms,
-                        number,
-                    )
             trace.gate = gate
             if gate.decision == "ready" or not gate.questions:
                 break
             queries = gate.questions
-        pages = gate.selected if gate else []
-        return RecallResult(pages[: max(o.k, len(sticky))], evidence, passes, calls)
+        selected = gate.selected if gate else []
+        return RecallResult(keep_sticky(selected, kept_sticky, o.k), evidence, passes, calls)
+
+
+def keep_sticky(selected: list[str], sticky: list[str], k: int) -> list[str]:
+    """The first ``k`` selected pages that are not sticky, and every sticky page, in the
+    selection's order: a page injected on an earlier turn is never dropped."""
+    pinned = set(sticky)
+    others = [s for s in selected if s not in pinned][:k]
+    keep = set(others) | pinned
+    out = [s for s in selected if s in keep]
+    return out + [s for s in sticky if s not in out]

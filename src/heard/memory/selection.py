@@ -13,16 +13,25 @@ injecting nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from heard.errors import ProviderError
-from heard.llm.provider import Provider, ToolSpec
+from heard.llm.provider import Provider, ToolCall, ToolSpec
 
-__all__ = ["GATE_TOOL_NAME", "CallRecord", "GateResult", "run_gate"]
+__all__ = [
+    "GATE_TOOL_NAME",
+    "CallRecord",
+    "GateResult",
+    "call_with_timeout",
+    "render_turn",
+    "run_gate",
+]
 
 GATE_TOOL_NAME = "decide_selection"
 GATE_SYSTEM = (
@@ -37,12 +46,34 @@ GATE_SYSTEM = (
 class CallRecord:
     """One LLM call, for a capture sink (``heard memory simulate`` prints them)."""
 
-    lane: str
+    lane: Literal["filter", "descent", "gate"]
     request: dict[str, Any]
     response: dict[str, Any] | None
+    """The tool call's arguments as the model returned them (None when the call failed)."""
     error: str | None
     ms: float
     pass_number: int = 0
+    node: str | None = None
+    """The tree node whose index a descent call judged."""
+    raw: Any = None
+    """The SDK's own response object, unparsed."""
+
+
+def call_with_timeout(
+    provider: Provider, *, system: str, prompt: str, tool: ToolSpec, timeout_s: float
+) -> ToolCall:
+    """``provider.call_tool``, abandoned after ``timeout_s`` whatever the provider does
+    (``ProviderError``): a slow or hung provider must not hold up the reply."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heard-llm")
+    future = pool.submit(
+        provider.call_tool, system=system, prompt=prompt, tool=tool, timeout_s=timeout_s
+    )
+    pool.shutdown(wait=False)
+    try:
+        return future.result(timeout=timeout_s)
+    except FutureTimeout:
+        future.cancel()
+        raise ProviderError(f"{provider.name}: no answer within {timeout_s} s") from None
 
 
 CaptureSink = Callable[[CallRecord], None]
@@ -96,10 +127,24 @@ def _tool(candidates: list[str]) -> ToolSpec:
     )
 
 
+def render_turn(turn: str, context: Sequence[str] = (), questions: Sequence[str] = ()) -> str:
+    """What every gate pass shows the model: the conversation so far, the user's turn, and
+    (from the second pass on) that pass's follow-up questions."""
+    parts = []
+    if context:
+        parts.append("<conversation>\n" + "\n".join(context) + "\n</conversation>")
+    parts.append(f"<turn>\n{turn}\n</turn>")
+    if questions:
+        parts.append("<follow_up_questions>\n" + "\n".join(questions) + "\n</follow_up_questions>")
+    return "\n".join(parts)
+
+
 def run_gate(
-    query: str,
+    turn: str,
     candidates: list[str],
     *,
+    context: Sequence[str] = (),
+    questions: Sequence[str] = (),
     sticky: Iterable[str] = (),
     summaries: Mapping[str, str] | None = None,
     pass_number: int = 1,
@@ -107,6 +152,8 @@ def run_gate(
     capture: CaptureSink | None = None,
     timeout_s: float = 20.0,
 ) -> GateResult:
+    """One pass's gate over ``candidates`` for the user's ``turn`` (with the conversation
+    ``context`` and the pass's follow-up ``questions``); fails open on anything."""
     sticky = list(sticky)
     pool = _order(candidates, candidates, sticky)
     if provider is None:
@@ -115,7 +162,7 @@ def run_gate(
         f"{s} - {summaries[s]}" if summaries and summaries.get(s) else s for s in pool
     )
     prompt = (
-        f"<question>\n{query}\n</question>\n<pass_number>{pass_number}</pass_number>\n"
+        f"{render_turn(turn, context, questions)}\n<pass_number>{pass_number}</pass_number>\n"
         f"<sticky_slugs>\n{chr(10).join(sticky)}\n</sticky_slugs>\n<candidates>\n{lines}\n</candidates>"
     )
     tool = _tool(pool)
@@ -127,27 +174,27 @@ def run_gate(
         "parameters": tool.parameters,
     }
     try:
-        call = provider.call_tool(system=GATE_SYSTEM, prompt=prompt, tool=tool, timeout_s=timeout_s)
-    except (ProviderError, Exception) as e:  # noqa: BLE001 - the gate fails open on anything
+        call = call_with_timeout(
+            provider, system=GATE_SYSTEM, prompt=prompt, tool=tool, timeout_s=timeout_s
+        )
+    except Exception as e:  # noqa: BLE001 - the gate fails open on anything
         if capture:
-            capture(
-                CallRecord("gate", request, None, str(e), (time.perf_counter() - started) * 1000)
-            )
+            ms = (time.perf_counter() - started) * 1000
+            capture(CallRecord("gate", request, None, str(e), ms, pass_number))
         return GateResult("ready", pool, failed_open=f"provider error: {e}")
     if capture:
-        capture(
-            CallRecord(
-                "gate", request, call.arguments, None, (time.perf_counter() - started) * 1000
-            )
-        )
+        ms = (time.perf_counter() - started) * 1000
+        capture(CallRecord("gate", request, call.arguments, None, ms, pass_number, raw=call.raw))
     if call.name != GATE_TOOL_NAME:
         return GateResult("ready", pool, failed_open=f"no {GATE_TOOL_NAME} call")
     try:
         answer = _GateAnswer.model_validate(call.arguments)
     except ValidationError as e:
         return GateResult("ready", pool, failed_open=f"schema mismatch: {e.error_count()} errors")
+    if answer.decision == "ready" and answer.selected_slugs is None:
+        return GateResult("ready", pool, failed_open="ready without a selection")
     selected = _order(answer.selected_slugs or [], pool, sticky)
     if answer.decision == "more":
-        questions = [q.strip() for q in answer.questions or [] if q.strip()]
-        return GateResult("more", selected, questions)
+        follow_ups = [q.strip() for q in answer.questions or [] if q.strip()]
+        return GateResult("more", selected, follow_ups)
     return GateResult("ready", selected)
