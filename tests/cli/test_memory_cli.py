@@ -23,8 +23,8 @@ def test_check_a_clean_workspace_and_a_malformed_one(tmp_path: Path) -> None:
     assert "0 problems" in clean.stdout
     (tmp_path / "memory" / "pages" / "b.md").write_text("---\nsummary: [oops\n---\n")
     bad = heard("memory", "check", cwd=tmp_path)
-    assert bad.returncode == 2
-    assert "b.md:2: malformed frontmatter" in bad.stderr
+    assert bad.returncode == 1
+    assert "b.md:2: malformed frontmatter" in bad.stdout
 
 
 def test_recall_pages_as_json_and_simulate(tmp_path: Path) -> None:

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
-from heard.errors import InputError
+from heard.errors import ConflictError, InputError
 from heard.memory.utterances import ingest_file, load_index
 from heard.store.database import Database
+from heard.store.evidence import StoredUtterance, store_utterances
 from tests.cli.run import Ran
 from tests.cli.run import heard as run_heard
 
@@ -106,3 +108,30 @@ def test_memory_cli(tmp_path: Path) -> None:
         ["memory", "recall", "--help"],
     ):
         assert heard(*command, db_url=url).returncode == 0
+
+
+def test_two_writers_of_one_id_get_one_success_and_one_conflict(db: Database) -> None:
+    # as two server processes posting the same id: whoever loses the race gets a conflict
+    for round_ in range(8):
+        item = StoredUtterance(f"race-{round_}", "ana", "same id, two writers", "c", "s")
+        barrier = threading.Barrier(2)
+        outcomes: list[str] = []
+
+        def write(
+            item: StoredUtterance = item,
+            barrier: threading.Barrier = barrier,
+            outcomes: list[str] = outcomes,
+        ) -> None:
+            barrier.wait()
+            try:
+                store_utterances(db, [item])
+                outcomes.append("stored")
+            except ConflictError:
+                outcomes.append("conflict")
+
+        threads = [threading.Thread(target=write) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcomes) == ["conflict", "stored"]

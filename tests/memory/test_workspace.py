@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+import heard.memory.workspace as workspace_module
 from heard.errors import InputError
 from heard.memory.workspace import (
     ChildRef,
@@ -13,7 +16,9 @@ from heard.memory.workspace import (
     TreeNode,
     check_workspace,
     compose_node_index,
+    load_page,
     load_workspace,
+    write_page,
 )
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
@@ -82,14 +87,57 @@ def test_check_reports_dangling_refs_cycles_and_duplicates(tmp_path: Path) -> No
         ("---\nedges: 5\n---\n", "edges must be a list of strings"),
     ],
 )
-def test_malformed_frontmatter_names_the_file_and_line(
+def test_a_malformed_page_names_the_file_and_line_and_is_skipped(
     tmp_path: Path, content: str, problem: str
 ) -> None:
     (tmp_path / "pages").mkdir()
     (tmp_path / "pages" / "bad.md").write_text(content)
+    (tmp_path / "pages" / "good.md").write_text("---\nsummary: fine\n---\nbody\n")
     with pytest.raises(InputError, match=problem) as info:
-        load_workspace(tmp_path)
+        load_page(tmp_path / "pages" / "bad.md")
     assert "bad.md" in str(info.value)
+    workspace = load_workspace(tmp_path)  # the rest of the memory still loads
+    assert list(workspace.pages.by_slug) == ["good"]
+    [reported] = workspace.problems
+    assert "bad.md" in reported
+    assert problem in reported
+    assert reported.endswith("(skipped)")
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\r"])
+def test_a_page_is_written_whole_and_reads_back_as_written(tmp_path: Path, separator: str) -> None:
+    summary = f"before{separator}---{separator}after"
+    page = write_page(tmp_path, "odd", summary=summary, aliases=["a"], edges=[], body="body")
+    assert load_page(tmp_path / "odd.md").summary == page.summary == summary
+    assert [p.name for p in tmp_path.iterdir()] == ["odd.md"]  # no temp file left behind
+
+
+def test_a_page_that_would_not_read_back_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_page(tmp_path, "p", summary="first", aliases=[], edges=[], body="one")
+    real = workspace_module.load_page
+    # a fault between writing and reading back: the file on disk is not what was asked
+    monkeypatch.setattr(workspace_module, "load_page", lambda path: replace(real(path), body="?"))
+    with pytest.raises(InputError, match="would not read back"):
+        write_page(tmp_path, "p", summary="second", aliases=[], edges=[], body="two")
+    monkeypatch.undo()
+    assert load_page(tmp_path / "p.md").body == "one"  # the old page stands
+    assert [p.name for p in tmp_path.iterdir()] == ["p.md"]
+
+
+def test_concurrent_writers_of_one_page_each_write_whole(tmp_path: Path) -> None:
+    def write(i: int) -> None:
+        write_page(tmp_path, "same", summary=f"writer {i}", aliases=[], edges=[], body=f"{i}")
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    page = load_page(tmp_path / "same.md")
+    assert page.summary == f"writer {page.body}"  # one writer's whole page, never a mix
+    assert [p.name for p in tmp_path.iterdir()] == ["same.md"]
 
 
 def test_a_bad_child_ref_and_a_missing_folder(tmp_path: Path) -> None:

@@ -407,3 +407,30 @@ def test_live_context_holds_the_users_pages_and_end_needs_no_exact_spacing(serve
     assert message["pages"][0] == "rhea"
     assert all(_is_end(m) for m in ['{"type":"end"}', '{ "type" : "end" }', '{"type": "end"}'])
     assert not any(_is_end(m) for m in ['{"type": "final", "text": "end"}', '"end"', "{end"])
+
+
+def test_a_page_that_cannot_be_read_does_not_take_the_users_memory_down(
+    db: Database, tmp_path: Path
+) -> None:
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
+    _, token = add_user(db, "dana")
+    alice = {"Authorization": f"Bearer {token}"}
+    with TestClient(app) as client:
+        good = {"summary": "Rhea Sharma, product lead", "aliases": [], "edges": [], "body": "x"}
+        assert client.put("/v1/memory/pages/rhea", json=good, headers=alice).status_code == 200
+        # a summary YAML would read back otherwise is written so that it reads back
+        odd = {**good, "summary": "line\u2028---\u2029mid\u0085end"}
+        put = client.put("/v1/memory/pages/odd", json=odd, headers=alice)
+        assert put.status_code == 200, put.text
+        assert put.json()["summary"] == odd["summary"]
+    # a file that is not UTF-8 lands in the folder (a disk, an editor); the server restarts
+    user = authenticate(db, token)
+    assert user is not None
+    folder = tmp_path / "workspaces" / user.owner / "pages"
+    (folder / "broken.md").write_bytes("---\nsummary: caf\xe9\n---\n".encode("latin-1"))
+    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+        hits = client.post("/v1/memory/recall", json={"query": "Rhea product lead"}, headers=alice)
+        assert hits.status_code == 200, hits.text
+        assert hits.json()[0]["id"] == "rhea"
+        slugs = [p["slug"] for p in client.get("/v1/memory/pages", headers=alice).json()]
+        assert sorted(slugs) == ["odd", "rhea"]

@@ -49,12 +49,19 @@ MemoryDirOption = Annotated[
 
 
 def _workspace(folder: Path | None) -> Workspace | None:
+    """The workspace at ``folder`` (default: ./memory if present); pages that cannot be read
+    are skipped, each named in one warning line."""
     from heard.memory.workspace import load_workspace
 
-    if folder is not None:
-        return load_workspace(folder)
-    default = Path("memory")
-    return load_workspace(default) if (default / "pages").is_dir() else None
+    if folder is None:
+        folder = Path("memory")
+        if not (folder / "pages").is_dir():
+            return None
+    workspace = load_workspace(folder)
+    for problem in workspace.problems:
+        if problem.endswith("(skipped)"):
+            typer.echo(f"heard: warning: {problem}", err=True)
+    return workspace
 
 
 DenseOption = Annotated[

@@ -11,6 +11,8 @@ dangling references, cycles and duplicate slugs.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +31,9 @@ __all__ = [
     "Workspace",
     "check_workspace",
     "compose_node_index",
+    "load_page",
     "load_workspace",
+    "write_page",
 ]
 
 ROUTING_HINTS_LABEL = "Routing hints:"
@@ -99,7 +103,8 @@ def _split_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
     if not text.startswith("---"):
         return {}, text
-    lines = text.splitlines()
+    # "\n" only: U+2028, U+2029 and U+0085 are text inside a line, not line breaks
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration:
@@ -143,30 +148,75 @@ def _files(folder: Path) -> Iterator[Path]:
     return iter(sorted(folder.glob("*.md"))) if folder.is_dir() else iter(())
 
 
+def load_page(path: Path) -> Page:
+    """One page file; ``InputError`` naming it when it cannot be read as a page."""
+    meta, body = _split_frontmatter(path)
+    summary = _text(meta.get("summary"), path, "summary") or _first_line(body)
+    return Page(
+        path.stem,
+        summary[:SUMMARY_MAX_CHARS],
+        _strings(meta.get("aliases"), path, "aliases"),
+        _strings(meta.get("edges"), path, "edges"),
+        body,
+        path,
+    )
+
+
+def write_page(
+    folder: Path, slug: str, *, summary: str, aliases: list[str], edges: list[str], body: str
+) -> Page:
+    """Write a page atomically and only if it reads back as written: a temp file of this
+    writer's own, loaded back and compared, then renamed over the page. Nothing is kept
+    (``InputError``) when it would not load as the same page."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"summary": summary, "aliases": aliases, "edges": edges}
+    wanted = (
+        (summary.strip() or _first_line(body))[:SUMMARY_MAX_CHARS],
+        tuple(aliases),
+        tuple(edges),
+        body.strip(),
+    )
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{slug}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        # readable UTF-8 first; escaped, for characters YAML would read back otherwise
+        for readable in (True, False):
+            frontmatter = yaml.safe_dump(meta, allow_unicode=readable, sort_keys=False)
+            Path(temporary).write_text(f"---\n{frontmatter}---\n{body}", encoding="utf-8")
+            loaded = load_page(Path(temporary))
+            if (loaded.summary, loaded.aliases, loaded.edges, loaded.body) == wanted:
+                break
+        else:
+            raise InputError(f"page {slug!r} would not read back as written")
+        final = folder / f"{slug}.md"
+        os.replace(temporary, final)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return Page(slug, loaded.summary, loaded.aliases, loaded.edges, loaded.body, final)
+
+
 def load_workspace(root: str | Path) -> Workspace:
-    """Load ``root/pages`` and ``root/tree``; raise ``InputError`` on malformed files."""
+    """Load ``root/pages`` and ``root/tree``. A page that cannot be read is skipped and listed
+    in ``problems`` (it must not take the rest of the memory down); a malformed tree node
+    raises ``InputError``."""
     base = Path(root)
     if not base.is_dir():
         raise InputError(f"{base}: no such memory folder")
     pages, tree, problems = PageIndex(), TreeIndex(), []
     seen: dict[str, Path] = {}
     for path in _files(base / "pages"):
-        meta, body = _split_frontmatter(path)
-        slug = path.stem
-        key = slug.casefold()
+        try:
+            page = load_page(path)
+        except InputError as e:
+            problems.append(f"{e} (skipped)")
+            continue
+        key = page.slug.casefold()
         if key in seen:
-            problems.append(f"duplicate slug {slug!r}: {seen[key]} and {path}")
+            problems.append(f"duplicate slug {page.slug!r}: {seen[key]} and {path}")
             continue
         seen[key] = path
-        summary = _text(meta.get("summary"), path, "summary") or _first_line(body)
-        pages.by_slug[slug] = Page(
-            slug,
-            summary[:SUMMARY_MAX_CHARS],
-            _strings(meta.get("aliases"), path, "aliases"),
-            _strings(meta.get("edges"), path, "edges"),
-            body,
-            path,
-        )
+        pages.by_slug[page.slug] = page
     for path in _files(base / "tree"):
         meta, body = _split_frontmatter(path)
         children = []

@@ -15,7 +15,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastAPIPath
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -28,7 +27,7 @@ from starlette.routing import Match
 
 from heard.asr.audio import probe_audio
 from heard.errors import HeardError, InputError, NotFoundError
-from heard.memory.workspace import Page
+from heard.memory.workspace import Page, write_page
 from heard.pipeline.run import run_pipeline
 from heard.server.errors import status_of
 from heard.server.state import Memories, ServerSettings
@@ -456,20 +455,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         slug: Annotated[str, FastAPIPath(pattern=SLUG)], body: PageIn, user: User
     ) -> PageOut:
         """Create or replace a page (YAML frontmatter + markdown body, as `heard memory` reads)."""
-        folder = pages_dir(user)
-        folder.mkdir(parents=True, exist_ok=True)
-        meta = {"summary": body.summary, "aliases": body.aliases, "edges": body.edges}
-        text = (
-            "---\n"
-            + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False)
-            + "---\n"
-            + body.body
-        )
-        temporary = folder / f".{slug}.md.tmp"
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(folder / f"{slug}.md")
+        page = write_page(pages_dir(user), slug, summary=body.summary, aliases=body.aliases,
+                          edges=body.edges, body=body.body)  # fmt: skip
         memories.pages_changed(user.owner)
-        return read_page(user, slug)
+        return _page_out(page)
 
     @app.delete("/v1/memory/pages/{slug}", status_code=204, responses=NOT_FOUND)
     def delete_page(slug: Annotated[str, FastAPIPath(pattern=SLUG)], user: User) -> None:

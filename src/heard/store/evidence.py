@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from heard.errors import ConflictError, InputError
 from heard.store.database import Database
@@ -35,6 +36,15 @@ def store_utterances(
     ids = [u.id for u in items]
     if len(set(ids)) != len(ids):
         raise InputError(f"{source}: the same id appears twice")
+    try:
+        return _insert(db, items, source=source, owner=owner)
+    except IntegrityError:
+        # another writer (a second server process) stored one of these ids meanwhile
+        raise ConflictError(f"{source}: an id was stored meanwhile by another writer") from None
+
+
+def _insert(db: Database, items: Sequence[StoredUtterance], *, source: str, owner: str) -> int:
+    ids = [u.id for u in items]
     with db.session() as s:
         taken = s.scalars(
             select(EvidenceRow.ext_id).where(
