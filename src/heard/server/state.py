@@ -12,11 +12,10 @@ from pathlib import Path
 
 from heard.asr.transcriber import Transcriber
 from heard.memory.evidence import EvidenceIndex
+from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
-from heard.memory.utterances import as_evidence, load_index
-from heard.memory.workspace import load_workspace
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance, store_utterances
+from heard.store.evidence import StoredUtterance
 
 __all__ = ["Memories", "ServerSettings", "UserMemory"]
 
@@ -31,6 +30,8 @@ class ServerSettings:
     accepted but nothing is transcribed here (an API-only server, or ``queue``)."""
     workspaces: Path | None = None
     """Memory pages, one workspace per user (default: beside ``uploads``)."""
+    memory: MemoryParts = field(default_factory=MemoryParts.from_settings)
+    """The embedder, LLM provider and recall options every user's memory is built with."""
     queue: bool = False
     """Send meetings to Celery workers ($HEARD_BROKER_URL) instead of transcribing in-process."""
 
@@ -51,35 +52,40 @@ class Memories:
     evidence index and one recall loop (with its page index) per user, shared by REST
     recalls and live conversations."""
 
-    def __init__(self, db: Database, workspace_of: Callable[[str], Path]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        workspace_of: Callable[[str], Path],
+        parts: MemoryParts | None = None,
+    ) -> None:
         self.db = db
         self.workspace_of = workspace_of
+        self.parts = parts or MemoryParts()
         self._by_owner: dict[str, UserMemory] = {}
         self._lock = threading.Lock()
-
-    def _recall(self, owner: str, index: EvidenceIndex) -> MemoryRecall:
-        folder = self.workspace_of(owner)
-        workspace = load_workspace(folder) if (folder / "pages").is_dir() else None
-        return MemoryRecall(workspace, index)
 
     def of(self, owner: str) -> UserMemory:
         with self._lock:
             memory = self._by_owner.get(owner)
             if memory is None:
-                index = load_index(self.db, owner=owner)
-                memory = UserMemory(index, self._recall(owner, index))
+                recall = build_memory(
+                    self.db, self.parts, owner=owner, workspace=self.workspace_of(owner)
+                )
+                if recall.evidence is None:
+                    recall.evidence = EvidenceIndex(self.parts.embedder)
+                memory = UserMemory(recall.evidence, recall)
                 self._by_owner[owner] = memory
             return memory
 
     def pages_changed(self, owner: str) -> None:
         memory = self.of(owner)
-        recall = self._recall(owner, memory.index)
+        recall = build_memory(
+            self.db, self.parts, owner=owner, workspace=self.workspace_of(owner),
+            evidence=memory.index,
+        )  # fmt: skip
         with memory.lock:
             memory.recall = recall
 
     def store(self, owner: str, items: list[StoredUtterance]) -> int:
         memory = self.of(owner)
-        with memory.lock:
-            count = store_utterances(self.db, items, source="utterances", owner=owner)
-            memory.index.extend(as_evidence(u) for u in items)
-        return count
+        return remember(self.db, memory.recall, items, lock=memory.lock, owner=owner)

@@ -1,0 +1,93 @@
+"""One user's memory, built in one place for every entry point, and its one write path.
+
+``build_memory`` assembles what a recall needs - the user's stored evidence, their page
+workspace, the embedder and the LLM provider the settings name, the recall options - the
+same way for ``heard memory``, ``heard live``, the server (REST and the live socket) and
+the benchmarks, so a question ranks the same wherever it is asked. ``remember`` is the one
+way evidence is added: stored in one transaction, then added to the live index under the
+lock every reader of that index holds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from heard.llm.provider import Provider
+from heard.memory.dense import Embedder
+from heard.memory.evidence import EvidenceIndex
+from heard.memory.recall import MemoryRecall, RecallOptions
+from heard.memory.utterances import as_evidence, load_index
+from heard.memory.workspace import Workspace, load_workspace
+from heard.store.database import Database
+from heard.store.evidence import StoredUtterance, store_utterances
+
+__all__ = ["MemoryParts", "build_memory", "remember", "workspace_at"]
+
+
+class MemoryParts:
+    """What a user's memory is made with, beside their data: chosen once per process."""
+
+    def __init__(
+        self,
+        *,
+        embedder: Embedder | None = None,
+        provider: Provider | None = None,
+        options: RecallOptions | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.provider = provider
+        self.options = options or RecallOptions()
+
+    @classmethod
+    def from_settings(cls, *, dense: bool | None = None) -> MemoryParts:
+        """The embedder and provider the environment names (``HEARD_DENSE``, ``HEARD_LLM_*``);
+        ``dense`` overrides the former."""
+        from heard.llm.providers import provider_from_env
+        from heard.memory.dense import default_embedder
+
+        return cls(embedder=default_embedder(dense), provider=provider_from_env())
+
+
+def workspace_at(folder: Path | None) -> Workspace | None:
+    """The page workspace in ``folder``, or None when it holds no pages folder."""
+    if folder is None or not (folder / "pages").is_dir():
+        return None
+    return load_workspace(folder)
+
+
+def build_memory(
+    db: Database | None,
+    parts: MemoryParts,
+    *,
+    owner: str = "",
+    workspace: Workspace | Path | None = None,
+    evidence: EvidenceIndex | None = None,
+) -> MemoryRecall:
+    """``owner``'s memory: their evidence in ``db`` (none without a store; or ``evidence``,
+    an index already loaded) and ``workspace`` (a folder, or one loaded already), recalled
+    with ``parts``."""
+    pages = workspace_at(workspace) if isinstance(workspace, Path) else workspace
+    if evidence is None and db is not None and db.has_schema():
+        evidence = load_index(db, parts.embedder, owner=owner)
+    return MemoryRecall(
+        pages, evidence, provider=parts.provider, options=parts.options, embedder=parts.embedder
+    )
+
+
+def remember(
+    db: Database | None,
+    memory: MemoryRecall,
+    items: Sequence[StoredUtterance],
+    *,
+    lock: threading.Lock,
+    owner: str = "",
+    source: str = "utterances",
+) -> int:
+    """Store ``items`` (all or none) and add them to ``memory``'s evidence, under ``lock``."""
+    with lock:
+        count = store_utterances(db, items, source=source, owner=owner) if db else len(items)
+        if memory.evidence is not None:
+            memory.evidence.extend(as_evidence(u) for u in items)
+    return count
