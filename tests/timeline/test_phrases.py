@@ -154,8 +154,10 @@ def test_phrase_properties(tracks: dict[str, Track], threshold: float) -> None:
     for p in phrases:
         track = tracks[p.participant]
         mine = [s for s in track.segments if s.text in p.text.split()]
-        assert p.start == min(s.start for s in mine) + track.offset_s
-        assert p.end == max(s.end for s in mine) + track.offset_s
+        # on the timeline's millisecond grid, offsets taken to the millisecond too
+        offset = round(track.offset_s * 1000)
+        assert p.start == (min(round(s.start * 1000) for s in mine) + offset) / 1000
+        assert p.end == (max(round(s.end * 1000) for s in mine) + offset) / 1000
 
 
 def test_a_tie_that_changes_the_grouping_is_broken_by_name_in_any_input_order() -> None:
@@ -166,3 +168,31 @@ def test_a_tie_that_changes_the_grouping_is_broken_by_name_in_any_input_order() 
     expected = [PhraseDraft("A", 0, 12, "a1 a2"), PhraseDraft("B", 5, 12, "b1")]
     assert build_phrases({"A": a, "B": b}) == expected
     assert build_phrases({"B": b, "A": a}) == expected
+
+
+@given(
+    st.integers(0, 360_000),  # the reply's start on the meeting timeline, in 10 ms steps
+    st.integers(0, 6_000),  # its track's offset, in 10 ms steps
+    st.sampled_from([149, 150, 151]),  # its duration, in 10 ms steps
+)
+def test_the_threshold_is_decided_exactly_on_a_10_ms_grid(
+    start_cs: int, offset_cs: int, duration_cs: int
+) -> None:
+    # B's reply is written in its own track's time (start - offset), as a recognizer writes it
+    start, offset = start_cs / 100, min(offset_cs, start_cs) / 100
+    written = round(start - offset, 2)
+    reply = seg(written, round(written + duration_cs / 100, 2), "reply")
+    a = Track([seg(0, start, "one"), seg(start + 100, start + 102, "two")] if start else
+              [seg(start + 100, start + 102, "two")])  # fmt: skip
+    phrases = build_phrases({"A": a, "B": Track([reply], offset_s=offset)})
+    broken = duration_cs >= 150  # strictly shorter than 1.5 s is an interjection
+    a_phrases = [p for p in phrases if p.participant == "A"]
+    assert len(a_phrases) == (2 if broken and start else 1)
+    [b] = [p for p in phrases if p.participant == "B"]
+    assert b.end - b.start == pytest.approx(duration_cs / 100)
+    assert (b.start, b.end) == (round(b.start, 3), round(b.end, 3))  # no 2.0099999 written out
+
+
+def test_a_reply_written_0_51_to_2_01_lasts_exactly_1_5_s() -> None:
+    tracks = {"A": Track([seg(0, 5, "one"), seg(6, 7, "two")]), "B": Track([seg(0.51, 2.01, "r")])}
+    assert [p.participant for p in build_phrases(tracks)] == ["A", "B", "A"]

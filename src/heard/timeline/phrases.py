@@ -31,7 +31,18 @@ __all__ = [
 ]
 
 INTERJECTION_THRESHOLD_S = 1.5
-"""Another participant speaking for less than this does not break a phrase."""
+"""Another participant speaking for strictly less than this does not break a phrase: a reply
+of exactly 1.5 s breaks it, 1.49 s does not."""
+
+RESOLUTION_MS = 1
+"""Times go on the meeting timeline in whole milliseconds - the resolution every transcript
+format writes - before anything is added or compared, so the interjection rule is decided in
+exact integer arithmetic (a segment written 0.51-2.01 s lasts 1500 ms, not 1.4999999999999998
+s) and the times written out are the ones the rule used."""
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +71,15 @@ class PhraseDraft:
         }
 
 
-def _placed(tracks: Mapping[str, Track]) -> list[tuple[float, float, str, int, str]]:
-    """(start, end, participant, index, text) on the meeting timeline, in timeline order."""
+def _placed(tracks: Mapping[str, Track]) -> list[tuple[int, int, str, int, str]]:
+    """(start ms, end ms, participant, index, text) on the meeting timeline, in timeline
+    order; each written time and offset is taken to the millisecond before they are added."""
     rows = [
-        (seg.start + track.offset_s, seg.end + track.offset_s, participant, index, seg.text)
+        (_ms(seg.start) + _ms(track.offset_s), _ms(seg.end) + _ms(track.offset_s),
+         participant, index, seg.text)
         for participant, track in tracks.items()
         for index, seg in enumerate(track.segments)
-    ]
+    ]  # fmt: skip
     rows.sort()
     return rows
 
@@ -74,8 +87,9 @@ def _placed(tracks: Mapping[str, Track]) -> list[tuple[float, float, str, int, s
 @dataclass(slots=True)
 class _Open:
     participant: str
-    start: float
-    end: float
+    start: int
+    end: int
+    """Milliseconds on the meeting timeline."""
     texts: list[str]
 
     def draft(self) -> PhraseDraft:
@@ -84,7 +98,7 @@ class _Open:
             text = texts[0].strip()
         else:
             text = " ".join(filter(None, map(str.strip, texts)))
-        return PhraseDraft(self.participant, self.start, self.end, text)
+        return PhraseDraft(self.participant, self.start / 1000, self.end / 1000, text)
 
 
 def build_phrases(
@@ -95,6 +109,7 @@ def build_phrases(
     """Phrases of all participants on one timeline, sorted by start (see module docstring)."""
     if interjection_threshold_s < 0:
         raise ValueError(f"interjection_threshold_s must be >= 0, got {interjection_threshold_s}")
+    threshold_ms = _ms(interjection_threshold_s)
     done: list[_Open] = []
     current: _Open | None = None
     rows = _placed(tracks)
@@ -114,7 +129,7 @@ def build_phrases(
             if end > current.end:
                 current.end = end
             current.texts += texts
-        elif current is not None and end - start < interjection_threshold_s:
+        elif current is not None and end - start < threshold_ms:
             done.append(_Open(who, start, end, texts))  # an interjection; the open phrase stays
         else:
             if current is not None:
