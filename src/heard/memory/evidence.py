@@ -74,6 +74,9 @@ class EvidenceIndex:
         self._ids: dict[str, int] = {}
         self.truncated_last_query = False
 
+    def __contains__(self, evidence_id: object) -> bool:
+        return evidence_id in self._ids
+
     def __len__(self) -> int:
         return len(self._items)
 

@@ -414,7 +414,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         """Pages (through the retrieval loop) then evidence, best first."""
         if not tokenize(body.query):
             return []
-        memory = memories.of(user.owner)
+        memory = memories.current(user.owner)
         with memory.lock:
             recaller = memory.recall
             items = recaller.recall(body.query, k=body.k).items(recaller.workspace)
@@ -433,7 +433,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return settings.workspace(user.owner) / "pages"
 
     def user_pages(user: Principal) -> dict[str, Page]:
-        workspace = memories.of(user.owner).recall.workspace
+        workspace = memories.current(user.owner).recall.workspace
         return workspace.pages.by_slug if workspace is not None else {}
 
     def read_page(user: Principal, slug: str) -> PageOut:

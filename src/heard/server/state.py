@@ -14,8 +14,14 @@ from heard.asr.transcriber import Transcriber
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
+from heard.memory.utterances import as_evidence
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance
+from heard.store.evidence import (
+    StoredUtterance,
+    load_utterances,
+    memory_changed,
+    memory_version,
+)
 
 __all__ = ["Memories", "ServerSettings", "UserMemory"]
 
@@ -45,6 +51,8 @@ class UserMemory:
     recall: MemoryRecall
     """Over the user's pages and ``index``; rebuilt when a page changes."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    version: int = 0
+    """The user's change count in the store when this memory last caught up with it."""
 
 
 class Memories:
@@ -68,17 +76,37 @@ class Memories:
         with self._lock:
             memory = self._by_owner.get(owner)
             if memory is None:
+                version = memory_version(self.db, owner)  # read first: later changes show
                 recall = build_memory(
                     self.db, self.parts, owner=owner, workspace=self.workspace_of(owner)
                 )
                 if recall.evidence is None:
                     recall.evidence = EvidenceIndex(self.parts.embedder)
-                memory = UserMemory(recall.evidence, recall)
+                memory = UserMemory(recall.evidence, recall, version=version)
                 self._by_owner[owner] = memory
             return memory
 
-    def pages_changed(self, owner: str) -> None:
+    def current(self, owner: str) -> UserMemory:
+        """The user's memory, caught up with what other processes (a second server on the
+        same database) stored or changed: one query when nothing did."""
         memory = self.of(owner)
+        version = memory_version(self.db, owner)
+        if version != memory.version:
+            with memory.lock:
+                new = [u for u in load_utterances(self.db, owner=owner) if u.id not in memory.index]
+                memory.index.extend(as_evidence(u) for u in new)
+            self._rebuild_pages(owner, memory)
+            memory.version = version
+        return memory
+
+    def pages_changed(self, owner: str) -> None:
+        """A page of the user's was written or deleted here."""
+        memory = self.of(owner)
+        version = memory_changed(self.db, owner)
+        self._rebuild_pages(owner, memory)
+        self._caught_up(memory, version)
+
+    def _rebuild_pages(self, owner: str, memory: UserMemory) -> None:
         recall = build_memory(
             self.db, self.parts, owner=owner, workspace=self.workspace_of(owner),
             evidence=memory.index,
@@ -86,6 +114,14 @@ class Memories:
         with memory.lock:
             memory.recall = recall
 
+    @staticmethod
+    def _caught_up(memory: UserMemory, version: int) -> None:
+        """After a change of this process's own: caught up, unless another came between."""
+        if version == memory.version + 1:
+            memory.version = version
+
     def store(self, owner: str, items: list[StoredUtterance]) -> int:
         memory = self.of(owner)
-        return remember(self.db, memory.recall, items, lock=memory.lock, owner=owner)
+        count = remember(self.db, memory.recall, items, lock=memory.lock, owner=owner)
+        self._caught_up(memory, memory_version(self.db, owner))
+        return count

@@ -8,12 +8,19 @@ from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from heard.errors import ConflictError, InputError
 from heard.store.database import Database
-from heard.store.models import EvidenceRow
+from heard.store.models import EvidenceRow, MemoryVersion
 
-__all__ = ["StoredUtterance", "load_utterances", "store_utterances"]
+__all__ = [
+    "StoredUtterance",
+    "load_utterances",
+    "memory_changed",
+    "memory_version",
+    "store_utterances",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,7 @@ def store_utterances(
     ids = [u.id for u in items]
     if len(set(ids)) != len(ids):
         raise InputError(f"{source}: the same id appears twice")
+    _ensure_counter(db, owner)
     try:
         return _insert(db, items, source=source, owner=owner)
     except IntegrityError:
@@ -58,7 +66,39 @@ def _insert(db: Database, items: Sequence[StoredUtterance], *, source: str, owne
                         conversation=u.conversation, session=u.session, t=u.t)
             for u in items
         )  # fmt: skip
+        _bump(s, owner)
     return len(items)
+
+
+def _ensure_counter(db: Database, owner: str) -> None:
+    """Make ``owner``'s change counter exist, in a transaction of its own (two processes may
+    race to make it: the loser finds it made)."""
+    try:
+        with db.session() as s:
+            if s.get(MemoryVersion, owner) is None:
+                s.add(MemoryVersion(owner=owner, version=0))
+    except IntegrityError:
+        pass
+
+
+def _bump(s: Session, owner: str) -> int:
+    """Count one change to ``owner``'s memory, in the caller's transaction; the new count."""
+    row = s.get_one(MemoryVersion, owner, with_for_update=True)
+    row.version += 1
+    return row.version
+
+
+def memory_changed(db: Database, owner: str = "") -> int:
+    """Count a change to ``owner``'s memory made outside the database (a page); the new count."""
+    _ensure_counter(db, owner)
+    with db.session() as s:
+        return _bump(s, owner)
+
+
+def memory_version(db: Database, owner: str = "") -> int:
+    """How many changes ``owner``'s memory has seen (0: none)."""
+    with db.session() as s:
+        return s.scalar(select(MemoryVersion.version).where(MemoryVersion.owner == owner)) or 0
 
 
 def load_utterances(db: Database, *, owner: str = "") -> list[StoredUtterance]:

@@ -183,6 +183,16 @@ class Phrase(Base):
     participant: Mapped[Participant] = relationship()
 
 
+class MemoryVersion(Base):
+    """A counter per user, bumped in the same transaction as every change to their memory
+    (evidence, pages): a process holding the memory in RAM compares it at each recall."""
+
+    __tablename__ = "memory_versions"
+
+    owner: Mapped[str] = mapped_column(String(36), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class EvidenceRow(Base):
     """A final utterance kept as memory evidence (only finals are admissible)."""
 
