@@ -100,6 +100,20 @@ def postgres_database(url: str) -> Iterator[Database]:
         admin.dispose()
 
 
+@pytest.fixture
+def postgres_schema_url(postgres_url: str) -> Iterator[str]:
+    """A URL whose connections work in a schema of their own (for processes of their own:
+    workers, servers), dropped afterwards."""
+    schema = f"heard_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    yield f"{postgres_url}?options=-csearch_path%3D{schema}"
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.services)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     if request.param == "sqlite":

@@ -20,7 +20,7 @@ from typing import IO
 
 import pytest
 import redis
-from sqlalchemy import create_engine, func, select, text, update
+from sqlalchemy import func, select, text, update
 from tests.conftest import AUDIO, REPO
 from tests.worker_fakes import fake_segments
 
@@ -42,15 +42,8 @@ VISIBILITY_S = 8.0
 
 
 @pytest.fixture
-def pg_url(postgres_url: str) -> Iterator[str]:
-    schema = f"heard_celery_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{postgres_url}?options=-csearch_path%3D{schema}"
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+def pg_url(postgres_schema_url: str) -> str:
+    return postgres_schema_url
 
 
 @pytest.fixture

@@ -8,13 +8,9 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
-from sqlalchemy import create_engine, text
 
 from heard.store.database import Database
 from heard.store.users import add_user
@@ -25,18 +21,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-@pytest.fixture
-def schema_url(postgres_url: str) -> Iterator[str]:
-    schema = f"heard_two_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{postgres_url}?options=-csearch_path%3D{schema}"
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
 
 
 def start(url: str, uploads: Path, token: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -66,8 +50,9 @@ def within_a_second(check: object) -> None:
 
 
 def test_two_servers_on_one_database_recall_what_either_stored(
-    schema_url: str, tmp_path: Path
+    postgres_schema_url: str, tmp_path: Path
 ) -> None:
+    schema_url = postgres_schema_url
     db = Database(schema_url)
     db.migrate()
     _, token = add_user(db, "ana")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
@@ -165,37 +166,43 @@ class MemoryRecall:
             return slugs
         pages = self.workspace.pages.by_slug
         lines = "\n".join(f"{s} - {pages[s].summary}" for s in slugs)
-        tool = ToolSpec(
-            "keep_pages",
-            "Keep the pages that could help the next reply.",
-            {
-                "type": "object",
-                "properties": {
-                    "slugs": {"type": "array", "items": {"type": "string", "enum": slugs}}
-                },
-                "required": ["slugs"],
-            },
-        )
+        tool = _pick_tool("keep_pages", "Keep the pages that could help the next reply.",
+                          "slugs", slugs)  # fmt: skip
         prompt = f"{render_turn(turn, context)}\n<pages>\n{lines}\n</pages>"
-        request = {"system": FILTER_SYSTEM, "prompt": prompt, "tool": tool.name}
+        kept = self._lane("filter", FILTER_SYSTEM, prompt, tool, "slugs", number, None, sink)
+        return slugs if kept is None else [s for s in slugs if s in kept]
+
+    def _lane(
+        self,
+        lane: Literal["filter", "descent"],
+        system: str,
+        prompt: str,
+        tool: ToolSpec,
+        field: str,
+        number: int,
+        node: str | None,
+        sink: CaptureSink | None,
+    ) -> list[object] | None:
+        """One LLM call of a lane, captured: the list the tool returned under ``field``, or
+        None when there is no usable answer in time (the lane then fails open)."""
+        assert self.provider is not None
+        request = {"system": system, "prompt": prompt, "tool": tool.name}
         started = time.perf_counter()
         try:
-            call = call_with_timeout(
-                self.provider, system=FILTER_SYSTEM, prompt=prompt, tool=tool,
-                timeout_s=self.options.llm_timeout_s,
-            )  # fmt: skip
-            kept = call.arguments.get("slugs")
-            if not isinstance(kept, list):
-                raise ProviderError("keep_pages without a slugs list")
-        except Exception as e:  # noqa: BLE001 - a failed filter keeps every page
+            call = call_with_timeout(self.provider, system=system, prompt=prompt, tool=tool,
+                                     timeout_s=self.options.llm_timeout_s)  # fmt: skip
+            picked = call.arguments.get(field)
+            if not isinstance(picked, list):
+                raise ProviderError(f"{tool.name} without a {field} list")
+        except Exception as e:  # noqa: BLE001 - any failure of a lane fails open
             if sink:
                 ms = (time.perf_counter() - started) * 1000
-                sink(CallRecord("filter", request, None, str(e), ms, number))
-            return slugs
+                sink(CallRecord(lane, request, None, str(e), ms, number, node))
+            return None
         if sink:
             ms = (time.perf_counter() - started) * 1000
-            sink(CallRecord("filter", request, call.arguments, None, ms, number, raw=call.raw))
-        return [s for s in slugs if s in kept]
+            sink(CallRecord(lane, request, call.arguments, None, ms, number, node, call.raw))
+        return picked
 
     def _walk(self, query: str, number: int = 1, sink: CaptureSink | None = None) -> list[str]:
         ws = self.workspace
@@ -245,37 +252,18 @@ class MemoryRecall:
         if self.provider is None or not children:
             return None
         refs = [f"{c.kind}:{c.ref}" for c in children]
-        tool = ToolSpec(
+        tool = _pick_tool(
             "choose_children",
             "Choose the children of this memory node worth opening for the question, best first.",
-            {
-                "type": "object",
-                "properties": {
-                    "children": {"type": "array", "items": {"type": "string", "enum": refs}}
-                },
-                "required": ["children"],
-            },
+            "children",
+            refs,
         )
         prompt = f'<question>\n{query}\n</question>\n<node id="{node_id}">\n{index}\n</node>'
-        request = {"system": DESCENT_SYSTEM, "prompt": prompt, "tool": tool.name}
-        started = time.perf_counter()
-        try:
-            call = call_with_timeout(
-                self.provider, system=DESCENT_SYSTEM, prompt=prompt, tool=tool,
-                timeout_s=self.options.llm_timeout_s,
-            )  # fmt: skip
-            picked = call.arguments.get("children")
-            if not isinstance(picked, list):
-                raise ProviderError("choose_children without a children list")
-        except Exception as e:  # noqa: BLE001 - a failed descent falls back to lexical
-            if sink:
-                ms = (time.perf_counter() - started) * 1000
-                sink(CallRecord("descent", request, None, str(e), ms, number, node_id))
+        picked = self._lane(
+            "descent", DESCENT_SYSTEM, prompt, tool, "children", number, node_id, sink
+        )
+        if picked is None:
             return None
-        if sink:
-            ms = (time.perf_counter() - started) * 1000
-            sink(CallRecord("descent", request, call.arguments, None, ms, number, node_id,
-                            call.raw))  # fmt: skip
         by_ref = dict(zip(refs, children, strict=True))
         return [by_ref[r] for r in picked if isinstance(r, str) and r in by_ref]
 
@@ -354,6 +342,14 @@ class MemoryRecall:
             queries = gate.questions
         selected = gate.selected if gate else []
         return RecallResult(keep_sticky(selected, kept_sticky, o.k), evidence, passes, calls)
+
+
+def _pick_tool(name: str, description: str, field: str, choices: list[str]) -> ToolSpec:
+    """A tool whose one argument is a list picked from ``choices``."""
+    item = {"type": "string", "enum": choices}
+    schema = {"type": "object", "properties": {field: {"type": "array", "items": item}},
+              "required": [field]}  # fmt: skip
+    return ToolSpec(name, description, schema)
 
 
 def keep_sticky(selected: list[str], sticky: list[str], k: int) -> list[str]:
