@@ -132,6 +132,7 @@ def test_bad_input_gets_4xx_and_nothing_half_written(server, tmp_path: Path) -> 
     )
     assert corrupt.status_code == 422
     assert "not decodable audio" in corrupt.json()["detail"]
+    assert str(tmp_path) not in corrupt.json()["detail"]  # the server's folders stay its own
     empty = client.put(f"/v1/meetings/{mid}/tracks/a", content=b"", headers=alice)
     assert empty.status_code == 422
     unknown = client.put(f"/v1/meetings/{mid}/tracks/zed", content=b"x", headers=alice)

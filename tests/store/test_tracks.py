@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import update
 
+from heard.errors import ConflictError
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting, track_states
 from heard.store.models import AudioTrack, TrackStatus
@@ -43,7 +45,8 @@ def status_of(db: Database, mid: uuid.UUID) -> TrackStatus:
 
 def apply(event: str, db: Database, mid: uuid.UUID, tid: uuid.UUID, attempts: int) -> None:
     if event == "upload":
-        upload_track(db, tid, "new.wav")
+        with contextlib.suppress(ConflictError):  # a transcribing track refuses new audio
+            upload_track(db, tid, "new.wav")
     elif event == "claim":
         claim_track(db, tid, LATER)
     elif event == "recover":
@@ -94,12 +97,14 @@ def test_record_writes_only_over_the_claim_it_belongs_to(db: Database) -> None:
     assert track_states(db, mid)[0].last_error == "GPU lost"
 
 
-def test_upload_starts_a_finished_track_over_and_only_moves_a_running_one(db: Database) -> None:
+def test_upload_starts_a_finished_track_over_and_a_running_one_refuses(db: Database) -> None:
     mid, tid = track_in(db, TrackStatus.DONE, attempts=2)
     upload_track(db, tid, "again.wav")
     [track] = track_states(db, mid)
     assert (track.status, track.attempts, track.location) == (TrackStatus.PENDING, 0, "again.wav")
+    assert upload_track(db, tid, "third.wav") == "again.wav"  # what it replaced, to delete
     mid, tid = track_in(db, TrackStatus.TRANSCRIBING)
-    upload_track(db, tid, "later.wav")
+    with pytest.raises(ConflictError, match="being transcribed"):
+        upload_track(db, tid, "later.wav")
     [track] = track_states(db, mid)
-    assert (track.status, track.location) == (TrackStatus.TRANSCRIBING, "later.wav")
+    assert (track.status, track.location) == (TrackStatus.TRANSCRIBING, "a.wav")

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from heard.asr.audio import probe_audio
-from heard.errors import HeardError, InputError, NotFoundError
+from heard.errors import ConflictError, HeardError, InputError, NotFoundError
 from heard.memory.workspace import Page, write_page
 from heard.pipeline.run import run_pipeline
 from heard.server.errors import status_of
@@ -215,6 +215,8 @@ User = Annotated[Principal, Depends(_principal)]
 def create_app(settings: ServerSettings) -> FastAPI:
     db = settings.db
     db.migrate()
+    for leftover in settings.uploads.glob("*/*/.*.part"):  # uploads cut short by a crash
+        leftover.unlink(missing_ok=True)
     memories = Memories(db, settings.workspace, settings.memory)
     app = FastAPI(
         title="heard",
@@ -307,7 +309,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @app.put(
         "/v1/meetings/{meeting_id}/tracks/{participant}",
         response_model=MeetingOut,
-        responses={**NOT_FOUND, **BAD, 413: {"model": ErrorOut}},
+        responses={**NOT_FOUND, **BAD, 409: {"model": ErrorOut}, 413: {"model": ErrorOut}},
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -324,8 +326,11 @@ def create_app(settings: ServerSettings) -> FastAPI:
         track_id = await asyncio.to_thread(track_of, db, meeting_id, participant, user.owner)
         folder = settings.uploads / user.owner / str(meeting_id)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{track_id}.audio"
-        partial = path.with_suffix(".part")
+        # every upload writes files of its own: racing uploads of one track never mix, and
+        # the track points at exactly one complete upload that decoded (the last to finish)
+        upload_id = uuid.uuid4().hex
+        path = folder / f"{track_id}.{upload_id}.audio"
+        partial = folder / f".{track_id}.{upload_id}.part"
         size = 0
         with partial.open("wb") as f:
             async for chunk in request.stream():
@@ -342,9 +347,16 @@ def create_app(settings: ServerSettings) -> FastAPI:
             await asyncio.to_thread(probe_audio, partial)
         except InputError as e:
             partial.unlink(missing_ok=True)
-            raise HTTPException(422, f"{participant}: not decodable audio ({e})") from e
+            reason = str(e).replace(str(partial), "the upload")  # no server folders in replies
+            raise HTTPException(422, f"{participant}: not decodable audio ({reason})") from e
         partial.replace(path)
-        await asyncio.to_thread(upload_track, db, track_id, str(path))
+        try:
+            before = await asyncio.to_thread(upload_track, db, track_id, str(path))
+        except ConflictError:
+            path.unlink(missing_ok=True)
+            raise
+        if before and before != str(path) and Path(before).parent == folder:
+            Path(before).unlink(missing_ok=True)  # the upload this one replaced
         return meeting_out(meeting_id, user.owner)
 
     @app.post(

@@ -1,8 +1,8 @@
 """A track's life in the store: the one place its status changes.
 
     create    -> recording | pending           (heard.store.meetings.create_meeting)
-    upload    recording | failed | done -> pending   (new audio; a pending or transcribing
-                                                      track only gets the new location)
+    upload    recording | failed | done -> pending   (new audio; a pending track only gets
+                                                      the new file, a transcribing one refuses)
     claim     pending -> transcribing          (compare-and-set: one runner wins)
     recover   transcribing -> pending | failed (its holder is gone, or it is too old)
     record    transcribing -> done | pending | failed   (the claim's outcome; only while
@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, select, update
 
-from heard.errors import NotFoundError
+from heard.errors import ConflictError, NotFoundError
 from heard.store.database import Database
 from heard.store.holder import holder_is_gone, this_holder
 from heard.store.meetings import resolve_meeting_id
@@ -113,16 +113,35 @@ def meeting_finished(db: Database, meeting_id: uuid.UUID) -> bool:
     return not open_track_ids(db, meeting_id)
 
 
-def upload_track(db: Database, track_id: uuid.UUID, location: str) -> None:
-    """New audio for a track: a recording, failed or done track starts over as pending."""
-    with db.session() as s:
-        track = s.get_one(AudioTrack, track_id)
-        track.location = location
-        if track.status in TRANSITIONS["upload"][0]:
-            track.status = S.PENDING
-            track.attempts = 0
-            track.last_error = None
-            track.segments = None
+def upload_track(db: Database, track_id: uuid.UUID, location: str) -> str:
+    """New audio for a track: a recording, failed or done track starts over as pending; a
+    pending one takes the new file. A track being transcribed refuses it (``ConflictError``):
+    its transcript must be of the audio it read.
+
+    Returns the location this upload replaced. The swap is a compare-and-set on the old
+    location, so of racing uploads each replaces exactly one other and none is lost track of.
+    """
+    while True:
+        with db.session() as s:
+            track = s.get_one(AudioTrack, track_id)
+            status, before = track.status, track.location
+            if status is S.TRANSCRIBING:
+                raise ConflictError("the track is being transcribed; upload again once it is done")
+            values: dict[str, Any] = {"location": location}
+            if status in TRANSITIONS["upload"][0]:
+                values |= {"status": S.PENDING, "attempts": 0, "last_error": None, "segments": None}
+            result = s.execute(
+                update(AudioTrack)
+                .where(
+                    AudioTrack.id == track_id,
+                    AudioTrack.status == status,
+                    AudioTrack.location == before,
+                )
+                .values(**values)
+            )
+            if cast(CursorResult[Any], result).rowcount == 1:
+                return before
+        # another upload (or a claim) changed the row between the read and the write: again
 
 
 def claim_track(

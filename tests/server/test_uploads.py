@@ -1,0 +1,75 @@
+"""Uploads of one track that race: the track ends up with exactly one complete upload."""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from heard.server.app import ServerSettings, create_app
+from heard.store.database import Database
+from heard.store.meetings import track_states
+from heard.store.tracks import claim_track
+from heard.store.users import add_user
+from tests.conftest import AUDIO
+
+
+def start(db: Database, uploads: Path) -> tuple[TestClient, dict[str, str], str]:
+    _, token = add_user(db, "alice")
+    client = TestClient(create_app(ServerSettings(db, uploads)))
+    headers = {"Authorization": f"Bearer {token}"}
+    created = client.post(
+        "/v1/meetings", json={"title": "race", "participants": [{"name": "a"}]}, headers=headers
+    )
+    assert created.status_code == 201, created.text
+    return client, headers, created.json()["id"]
+
+
+def test_racing_uploads_leave_one_whole_upload_and_no_debris(db: Database, tmp_path: Path) -> None:
+    uploads = tmp_path / "uploads"
+    client, headers, mid = start(db, uploads)
+    bodies = [(AUDIO / "jfk.flac").read_bytes(), (AUDIO / "stereo_diarization.wav").read_bytes()]
+    sent = {hashlib.sha256(b).hexdigest() for b in bodies}
+
+    def put(i: int) -> int:
+        body = bodies[i % 2]
+        return client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=headers).status_code
+
+    with client, ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(put, range(16)))
+    assert codes == [200] * 16
+    stored = [p for p in uploads.rglob("*") if p.is_file()]
+    assert len(stored) == 1, stored  # the winner; every replaced upload is gone, no .part left
+    (track,) = track_states(db, mid)
+    assert track.location == str(stored[0])
+    assert track.status.value == "pending"
+    assert hashlib.sha256(stored[0].read_bytes()).hexdigest() in sent  # byte for byte one upload
+
+
+def test_a_track_being_transcribed_refuses_new_audio(db: Database, tmp_path: Path) -> None:
+    uploads = tmp_path / "uploads"
+    client, headers, mid = start(db, uploads)
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
+    with client:
+        assert client.put(f"/v1/meetings/{mid}/tracks/a", content=wav, headers=headers).is_success
+        (track,) = track_states(db, mid)
+        assert claim_track(db, track.id, datetime.now(UTC)) is not None
+        refused = client.put(f"/v1/meetings/{mid}/tracks/a", content=wav, headers=headers)
+    assert refused.status_code == 409
+    assert "being transcribed" in refused.json()["detail"]
+    (after,) = track_states(db, mid)
+    assert after.location == track.location  # the audio being read is the audio it keeps
+    assert [p for p in uploads.rglob("*") if p.is_file()] == [Path(track.location)]
+
+
+def test_a_crashed_upload_leaves_nothing_after_a_restart(db: Database, tmp_path: Path) -> None:
+    uploads = tmp_path / "uploads"
+    _, _, mid = start(db, uploads)
+    debris = uploads / "someone" / mid / ".track.0123.part"
+    debris.parent.mkdir(parents=True)
+    debris.write_bytes(b"half an upload")
+    with TestClient(create_app(ServerSettings(db, uploads))):
+        assert not debris.exists()
