@@ -145,6 +145,28 @@ def test_bad_input_gets_4xx_and_nothing_half_written(server, tmp_path: Path) -> 
     assert client.get("/v1/meetings/not-a-uuid", headers=alice).status_code == 422
 
 
+def test_a_422_quotes_a_short_excerpt_of_what_it_refuses(server) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    huge = "x" * 1_000_000
+    body = {"title": huge, "participants": [{"name": "a"}]}
+    refused = client.post("/v1/meetings", json=body, headers=alice)
+    assert refused.status_code == 422
+    assert len(refused.content) < 1000  # not the megabyte back
+    (error,) = refused.json()["detail"]
+    assert error["loc"] == ["body", "title"]
+    assert error["input"].startswith("xxxx")
+    assert "1000000 characters" in error["input"]
+    # a lone surrogate in the input still gets a 422 that can be encoded
+    surrogate = b'{"query": "\\ud800", "k": "many"}'
+    odd = client.post(
+        "/v1/memory/recall",
+        content=surrogate,
+        headers={**alice, "Content-Type": "application/json"},
+    )
+    assert odd.status_code == 422
+    assert [e["loc"] for e in odd.json()["detail"]] == [["body", "query"], ["body", "k"]]
+
+
 def test_evidence_and_recall_are_per_user(server) -> None:  # type: ignore[no-untyped-def]
     client, alice, bob = server
     lines = [

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import BackgroundTasks, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastAPIPath
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -29,7 +30,7 @@ from heard.asr.audio import probe_audio
 from heard.errors import ConflictError, HeardError, InputError, NotFoundError
 from heard.memory.workspace import Page, write_page
 from heard.pipeline.run import run_pipeline
-from heard.server.errors import status_of
+from heard.server.errors import invalid_detail, status_of
 from heard.server.state import Memories, ServerSettings
 from heard.store.evidence import StoredUtterance
 from heard.store.meetings import (
@@ -238,6 +239,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
                     methods |= route.methods or set()
             headers["Allow"] = ", ".join(sorted(methods))
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": invalid_detail(exc.errors())}, status_code=422)
 
     @app.exception_handler(HeardError)
     async def _heard_error(_: Request, exc: HeardError) -> JSONResponse:
