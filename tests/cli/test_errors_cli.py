@@ -33,6 +33,7 @@ DB_COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("live",): [EVENTS, "--speed", "0"],
     ("users", "add"): ["ana"],
     ("users", "token"): ["ana"],
+    ("users", "revoke"): ["ana"],
     ("serve",): ["--port", "9"],
     ("demo",): [],
 }

@@ -69,3 +69,44 @@ def test_serve_binds_localhost_and_answers(tmp_path: Path) -> None:
     assert f"on http://127.0.0.1:{port}" in err
     assert "/v1/live?token=[redacted]" in err  # the handshake is logged, the token is not
     assert token not in err
+
+
+def test_users_revoke_takes_one_token_or_all_of_a_users(tmp_path: Path) -> None:
+    from heard.store.database import Database
+    from heard.store.users import authenticate
+
+    first = heard("users", "add", "ana", cwd=tmp_path).stdout.strip()
+    second = heard("users", "token", "ana", cwd=tmp_path).stdout.strip()
+    one = heard("users", "revoke", "ana", "--token", first, cwd=tmp_path)
+    assert one.returncode == 0, one.stderr
+    assert "revoked 1 token of ana" in one.stderr
+    db = Database(f"sqlite:///{tmp_path / 'm.db'}")  # where tests.cli.run points heard
+    assert authenticate(db, first) is None
+    assert authenticate(db, second) is not None
+    again = heard("users", "revoke", "ana", "--token", first, cwd=tmp_path)
+    assert again.returncode == 2
+    assert "not one of" in again.stderr
+    assert heard("users", "revoke", "nobody", cwd=tmp_path).returncode == 2
+    every = heard("users", "revoke", "ana", cwd=tmp_path)
+    assert every.returncode == 0
+    assert authenticate(db, second) is None
+
+
+def test_log_redaction_covers_every_spelling_of_the_token() -> None:
+    from heard.cli.serve import redact
+
+    token = "heard_" + "A1b2-C3d4_" * 4
+    for line in [
+        f"GET /v1/live?token={token}&mode=balanced",
+        f"GET /v1/live?TOKEN={token}",
+        f"GET /v1/live?%74oken={token}",
+        f"GET /v1/live?mode=relaxed&Tok%65n={token}",
+        f"GET /v1/live?x={token}",  # a token under another name
+        f"GET /v1/live?t={token.replace('_', '%5F')}",
+    ]:
+        redacted = redact(line)
+        assert "[redacted]" in redacted, line
+        assert token[6:] not in redacted.replace("%5F", "_"), line
+    for line in ["GET /v1/live?TOKEN=s3cret", "GET /v1/live?mode=x&%74oken=s3cret"]:
+        assert "s3cret" not in redact(line), line  # named token, whatever its value looks like
+    assert redact("GET /v1/live?mode=balanced") == "GET /v1/live?mode=balanced"

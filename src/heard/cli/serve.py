@@ -36,6 +36,26 @@ def users_add(
     typer.echo(token)
 
 
+@users_app.command("revoke")
+@reports_errors
+def users_revoke(
+    name: Annotated[str, typer.Argument(help="An existing user's name.")],
+    token: Annotated[
+        str | None,
+        typer.Option(help="Revoke only this token (default: every token of the user)."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Revoke a user's tokens: requests with them get 401 from then on."""
+    from heard.store.database import Database
+    from heard.store.users import revoke_tokens
+
+    database = Database(db)
+    database.migrate()
+    count = revoke_tokens(database, name, token)
+    typer.echo(f"revoked {count} token{'s' if count != 1 else ''} of {name.strip()}", err=True)
+
+
 @users_app.command("token")
 @reports_errors
 def users_token(
@@ -106,14 +126,27 @@ def serve(
 
 
 class RedactTokens(logging.Filter):
-    """Access logs print request paths; a WebSocket's ?token= must not reach them."""
+    """Access logs print request paths; a token must not reach them, however it is spelled:
+    any query parameter whose decoded name is ``token`` in any case, and anything shaped like
+    a heard token wherever it stands."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(
-                _TOKEN.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
-            )
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
         return True
 
 
-_TOKEN = re.compile(r"(token=)[^&\s\"]+")
+_PARAM = re.compile(r"([^?&;=\s\"]+)=([^&;\s\"]*)")
+_HEARD_TOKEN = re.compile(r"heard_[A-Za-z0-9_\-%]{8,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with every token in it replaced by ``[redacted]``."""
+    from urllib.parse import unquote
+
+    def param(m: re.Match[str]) -> str:
+        named_token = unquote(m[1]).strip().lower() == "token"
+        shaped_like_one = _HEARD_TOKEN.search(unquote(m[2])) is not None
+        return f"{m[1]}=[redacted]" if named_token or shaped_like_one else m[0]
+
+    return _HEARD_TOKEN.sub("[redacted]", _PARAM.sub(param, text))

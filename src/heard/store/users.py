@@ -7,14 +7,15 @@ import secrets
 import unicodedata
 import uuid
 from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import CursorResult, delete, select
 
 from heard.errors import ConflictError, InputError, NotFoundError
 from heard.store.database import Database
 from heard.store.models import ApiToken, User
 
-__all__ = ["Principal", "add_token", "add_user", "authenticate", "digest"]
+__all__ = ["Principal", "add_token", "add_user", "authenticate", "digest", "revoke_tokens"]
 
 TOKEN_PREFIX = "heard_"
 
@@ -68,6 +69,21 @@ def add_token(db: Database, name: str) -> str:
             raise NotFoundError(f"no user {name!r} (`heard users add {name}` creates one)")
         s.add(ApiToken(user_id=user_id, digest=digest(token)))
     return token
+
+
+def revoke_tokens(db: Database, name: str, token: str | None = None) -> int:
+    """Delete user ``name``'s tokens (only ``token``, if given); how many went."""
+    with db.session() as s:
+        user_id = s.scalar(select(User.id).where(User.name == name.strip()))
+        if user_id is None:
+            raise NotFoundError(f"no user {name!r}")
+        query = delete(ApiToken).where(ApiToken.user_id == user_id)
+        if token is not None:
+            query = query.where(ApiToken.digest == digest(token.strip()))
+        gone = int(cast(CursorResult[Any], s.execute(query)).rowcount)
+        if token is not None and gone == 0:
+            raise NotFoundError(f"that token is not one of {name!r}'s")
+        return gone
 
 
 def authenticate(db: Database, token: str) -> Principal | None:
