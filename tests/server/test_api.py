@@ -145,6 +145,16 @@ def test_bad_input_gets_4xx_and_nothing_half_written(server, tmp_path: Path) -> 
     assert client.get("/v1/meetings/not-a-uuid", headers=alice).status_code == 422
 
 
+def test_pages_run_only_heards_scripts_and_refuse_frames(server) -> None:  # type: ignore[no-untyped-def]
+    client, _, _ = server
+    for page in ["/", "/meetings"]:
+        headers = client.get(page).headers
+        policy = headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy
+        assert "script-src 'self' blob:;" in policy  # no inline or foreign script
+        assert headers["x-frame-options"] == "DENY"
+
+
 def test_a_422_quotes_a_short_excerpt_of_what_it_refuses(server) -> None:  # type: ignore[no-untyped-def]
     client, alice, _ = server
     huge = "x" * 1_000_000

@@ -192,6 +192,17 @@ class InvalidOut(BaseModel):
     detail: str | list[dict[str, Any]]
 
 
+PAGE_HEADERS = {
+    # the pages hold a bearer token: only heard's own scripts run (the audio worklet is a blob),
+    # they talk only to this server, and no other site may frame them
+    "Content-Security-Policy": "default-src 'self'; script-src 'self' blob:; "
+    "connect-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
 # -- the app ------------------------------------------------------------------------------
 
 _bearer = HTTPBearer(auto_error=False)
@@ -263,11 +274,11 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
-        return FileResponse(static / "index.html")
+        return FileResponse(static / "index.html", headers=PAGE_HEADERS)
 
     @app.get("/meetings", include_in_schema=False)
     def meetings_page() -> FileResponse:
-        return FileResponse(static / "meetings.html")
+        return FileResponse(static / "meetings.html", headers=PAGE_HEADERS)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
