@@ -16,6 +16,25 @@ AUDIO = DATA / "audio"
 os.environ["HEARD_DENSE"] = "0"
 
 
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+    }
+
+
+_DATA_BEFORE = _listing(DATA)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The tests read tests/data and never write there (a copy is theirs to change)."""
+    changed = sorted(set(_listing(DATA).items()) ^ set(_DATA_BEFORE.items()))
+    if changed:
+        names = ", ".join(sorted({name for name, _ in changed})[:5])
+        print(f"\ntests changed tests/data: {names}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture
 def jfk_log() -> Path:
     return sample_path("jfk_partials.jsonl")

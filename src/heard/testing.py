@@ -210,6 +210,7 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
+        self.name = f"hashing-{dim}"
         self.calls = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -4,8 +4,7 @@ import json
 from pathlib import Path
 
 from tests.cli.run import heard
-
-WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
+from tests.workspace import WORKSPACE
 
 EVENTS = [
     {"t_ms": 0, "type": "partial", "text": "what does", "speaker": "ana"},

@@ -4,8 +4,7 @@ import json
 from pathlib import Path
 
 from tests.cli.run import heard
-
-WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
+from tests.workspace import WORKSPACE
 
 
 def test_check_reports_problems_and_exits_1(tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.recall import MemoryRecall
 from heard.memory.workspace import load_workspace
 from tests.cli.run import Ran, heard
-
-WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
+from tests.workspace import WORKSPACE
 
 TURNS = [
     ("d1", "Ana", "I adopted a puppy from the shelter last week."),

@@ -15,8 +15,8 @@ from heard.memory.recall import MemoryRecall, RecallOptions
 from heard.memory.selection import GATE_TOOL_NAME, CallRecord, run_gate
 from heard.memory.workspace import load_workspace
 from heard.testing import Answer, ScriptedProvider
+from tests.workspace import WORKSPACE
 
-WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
 CANDIDATES = ["rhea", "tokyo-office", "launch-plan"]
 
 
@@ -198,6 +198,7 @@ def test_ready_with_a_null_selection_fails_open() -> None:
 class Flat:
     """An embedder for which every text is the same: the dense scout brings pages in order."""
 
+    name = "flat"
     dim = 4
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -20,8 +20,7 @@ from heard.memory.workspace import (
     load_workspace,
     write_page,
 )
-
-WORKSPACE = Path(__file__).resolve().parents[1] / "data" / "memory"
+from tests.workspace import WORKSPACE
 
 
 def test_loads_pages_and_tree() -> None:

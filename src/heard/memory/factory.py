@@ -18,10 +18,10 @@ from heard.llm.provider import Provider
 from heard.memory.dense import Embedder
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall, RecallOptions
-from heard.memory.utterances import as_evidence, load_index
+from heard.memory.utterances import as_evidence, load_index, store_evidence
 from heard.memory.workspace import Workspace, load_workspace
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance, store_utterances
+from heard.store.evidence import StoredUtterance
 
 __all__ = ["MemoryParts", "build_memory", "remember", "workspace_at"]
 
@@ -85,9 +85,12 @@ def remember(
     owner: str = "",
     source: str = "utterances",
 ) -> int:
-    """Store ``items`` (all or none) and add them to ``memory``'s evidence, under ``lock``."""
+    """Store ``items`` (all or none, with their vectors when the memory has an embedder) and
+    add them to ``memory``'s evidence, under ``lock``."""
     with lock:
-        count = store_utterances(db, items, source=source, owner=owner) if db else len(items)
+        vectors = (
+            store_evidence(db, items, memory.embedder, source=source, owner=owner) if db else None
+        )
         if memory.evidence is not None:
-            memory.evidence.extend(as_evidence(u) for u in items)
-    return count
+            memory.evidence.extend((as_evidence(u) for u in items), vectors)
+    return len(items)

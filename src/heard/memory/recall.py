@@ -27,7 +27,7 @@ import numpy as np
 from heard.errors import ProviderError
 from heard.llm.provider import Provider, ToolSpec
 from heard.memory.bm25 import BM25Index
-from heard.memory.dense import DenseIndex, Embedder
+from heard.memory.dense import DenseIndex, Embedder, cached_vectors
 from heard.memory.evidence import EvidenceIndex, Recalled
 from heard.memory.selection import (
     CallRecord,
@@ -129,8 +129,9 @@ class MemoryRecall:
                 self._slugs.append(page.slug)
                 texts.append(text)
             if embedder is not None and texts:
+                folder = workspace.root / ".vectors" if workspace.root is not None else None
                 self._page_vectors = DenseIndex(embedder.dim)
-                self._page_vectors.add(embedder.embed(texts))
+                self._page_vectors.add(cached_vectors(embedder, texts, folder))
 
     def _scout(
         self,

@@ -1,5 +1,10 @@
 """Utterances in and out of memory: read a JSONL file (all or nothing), build the index.
 
+With an embedder, each utterance's vector is stored beside it (keyed by the model's
+name) when it is stored, and read back when the index is built, so a recall encodes
+only its query; evidence stored without a vector (before the dense scout was on, or
+by another model) is encoded once, on the first load, and its vectors kept.
+
 The JSONL format (ARCHITECTURE.md): ``{"id": "D1:3", "speaker": "Caroline",
 "text": "...", "session": "s1", "t": "2023-05-08T13:56:00Z"}``; ``conversation``
 is optional. A line that is a partial (``"type": "partial"``) is refused: only
@@ -9,17 +14,32 @@ finals are evidence.
 from __future__ import annotations
 
 import json
+from collections.abc import Container, Sequence
 from pathlib import Path
 
+import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from heard.errors import InputError
 from heard.memory.dense import Embedder
-from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.memory.evidence import Evidence, EvidenceIndex, embedded_text
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance, load_utterances, store_utterances
+from heard.store.evidence import (
+    StoredUtterance,
+    load_utterances,
+    load_vectors,
+    store_utterances,
+    store_vectors,
+)
 
-__all__ = ["as_evidence", "ingest_file", "load_index", "read_utterances"]
+__all__ = [
+    "as_evidence",
+    "ingest_file",
+    "load_evidence",
+    "load_index",
+    "read_utterances",
+    "store_evidence",
+]
 
 
 class _Utterance(BaseModel):
@@ -79,13 +99,68 @@ def read_utterances(path: str | Path) -> list[StoredUtterance]:
     return out
 
 
-def ingest_file(db: Database, path: str | Path, *, owner: str = "") -> int:
+def store_evidence(
+    db: Database,
+    items: Sequence[StoredUtterance],
+    embedder: Embedder | None = None,
+    *,
+    source: str = "evidence",
+    owner: str = "",
+) -> np.ndarray | None:
+    """Store ``items`` (all or none) with their vectors when there is an embedder; the
+    vectors, for the caller's index."""
+    if embedder is None:
+        store_utterances(db, items, source=source, owner=owner)
+        return None
+    vectors = embedder.embed([embedded_text(as_evidence(u)) for u in items])
+    store_utterances(
+        db, items, source=source, owner=owner, model=embedder.name,
+        vectors=[row.tobytes() for row in vectors],
+    )  # fmt: skip
+    return vectors
+
+
+def ingest_file(
+    db: Database, path: str | Path, *, owner: str = "", embedder: Embedder | None = None
+) -> int:
     """Store every utterance of ``path`` in one transaction; nothing if any is bad."""
-    return store_utterances(db, read_utterances(path), source=str(path), owner=owner)
+    items = read_utterances(path)
+    store_evidence(db, items, embedder, source=str(path), owner=owner)
+    return len(items)
+
+
+def load_evidence(
+    db: Database,
+    embedder: Embedder | None = None,
+    *,
+    owner: str = "",
+    skip: Container[str] = (),
+) -> tuple[list[Evidence], np.ndarray | None]:
+    """``owner``'s evidence in the order stored (less the ids in ``skip``) and, with an
+    embedder, its vectors: the stored ones, the missing ones made now and kept."""
+    evidence = [as_evidence(u) for u in load_utterances(db, owner=owner) if u.id not in skip]
+    if embedder is None:
+        return evidence, None
+    width = 4 * embedder.dim
+    stored = {
+        key: vector
+        for key, vector in load_vectors(db, owner=owner, model=embedder.name).items()
+        if len(vector) == width
+    }
+    missing = [e for e in evidence if e.id not in stored]
+    if missing:
+        made = embedder.embed([embedded_text(e) for e in missing])
+        fresh = {e.id: row.tobytes() for e, row in zip(missing, made, strict=True)}
+        store_vectors(db, fresh, owner=owner, model=embedder.name)
+        stored |= fresh
+    vectors = np.zeros((len(evidence), embedder.dim), dtype=np.float32)
+    for row, e in enumerate(evidence):
+        vectors[row] = np.frombuffer(stored[e.id], dtype=np.float32)
+    return evidence, vectors
 
 
 def load_index(db: Database, embedder: Embedder | None = None, *, owner: str = "") -> EvidenceIndex:
     """An index over every utterance ``owner`` stored, in the order they were stored."""
     index = EvidenceIndex(embedder)
-    index.extend(as_evidence(u) for u in load_utterances(db, owner=owner))
+    index.extend(*load_evidence(db, embedder, owner=owner))
     return index

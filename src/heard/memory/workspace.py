@@ -92,6 +92,8 @@ class Workspace:
     tree: TreeIndex
     problems: list[str] = field(default_factory=list)
     """Problems found while loading (duplicate slugs), reported by ``check_workspace``."""
+    root: Path | None = None
+    """The folder it was loaded from (its page vectors are kept in ``root/.vectors``)."""
 
 
 def _split_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
@@ -233,7 +235,7 @@ def load_workspace(root: str | Path) -> Workspace:
             body,
             path,
         )
-    return Workspace(pages, tree, problems)
+    return Workspace(pages, tree, problems, base)
 
 
 def _node_summary(node: TreeNode) -> str:

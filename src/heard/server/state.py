@@ -14,11 +14,10 @@ from heard.asr.transcriber import Transcriber
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
-from heard.memory.utterances import as_evidence
+from heard.memory.utterances import load_evidence
 from heard.store.database import Database
 from heard.store.evidence import (
     StoredUtterance,
-    load_utterances,
     memory_changed,
     memory_version,
 )
@@ -93,8 +92,10 @@ class Memories:
         version = memory_version(self.db, owner)
         if version != memory.version:
             with memory.lock:
-                new = [u for u in load_utterances(self.db, owner=owner) if u.id not in memory.index]
-                memory.index.extend(as_evidence(u) for u in new)
+                new, vectors = load_evidence(
+                    self.db, memory.index.embedder, owner=owner, skip=memory.index
+                )
+                memory.index.extend(new, vectors)
             self._rebuild_pages(owner, memory)
             memory.version = version
         return memory

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,14 +12,16 @@ from sqlalchemy.orm import Session
 
 from heard.errors import ConflictError, InputError
 from heard.store.database import Database
-from heard.store.models import EvidenceRow, MemoryVersion
+from heard.store.models import EvidenceRow, EvidenceVector, MemoryVersion
 
 __all__ = [
     "StoredUtterance",
     "load_utterances",
+    "load_vectors",
     "memory_changed",
     "memory_version",
     "store_utterances",
+    "store_vectors",
 ]
 
 
@@ -37,21 +39,38 @@ class StoredUtterance:
 
 
 def store_utterances(
-    db: Database, items: Sequence[StoredUtterance], *, source: str = "evidence", owner: str = ""
+    db: Database,
+    items: Sequence[StoredUtterance],
+    *,
+    source: str = "evidence",
+    owner: str = "",
+    model: str = "",
+    vectors: Sequence[bytes] = (),
 ) -> int:
-    """Store ``items`` for ``owner`` in one transaction; none of them if an id is taken."""
+    """Store ``items`` for ``owner`` in one transaction; none of them if an id is taken.
+    ``vectors`` (one per item, made by ``model``) are stored with them."""
     ids = [u.id for u in items]
     if len(set(ids)) != len(ids):
         raise InputError(f"{source}: the same id appears twice")
+    if vectors and (len(vectors) != len(items) or not model):
+        raise ValueError("vectors need a model name and one vector per item")
     _ensure_counter(db, owner)
     try:
-        return _insert(db, items, source=source, owner=owner)
+        return _insert(db, items, source=source, owner=owner, model=model, vectors=vectors)
     except IntegrityError:
         # another writer (a second server process) stored one of these ids meanwhile
         raise ConflictError(f"{source}: an id was stored meanwhile by another writer") from None
 
 
-def _insert(db: Database, items: Sequence[StoredUtterance], *, source: str, owner: str) -> int:
+def _insert(
+    db: Database,
+    items: Sequence[StoredUtterance],
+    *,
+    source: str,
+    owner: str,
+    model: str,
+    vectors: Sequence[bytes],
+) -> int:
     ids = [u.id for u in items]
     with db.session() as s:
         taken = s.scalars(
@@ -61,11 +80,18 @@ def _insert(db: Database, items: Sequence[StoredUtterance], *, source: str, owne
         ).all()
         if taken:
             raise ConflictError(f"{source}: ids already in memory: {', '.join(sorted(taken)[:5])}")
-        s.add_all(
+        rows = [
             EvidenceRow(owner=owner, ext_id=u.id, speaker=u.speaker, text=u.text,
                         conversation=u.conversation, session=u.session, t=u.t)
             for u in items
-        )  # fmt: skip
+        ]  # fmt: skip
+        s.add_all(rows)
+        if vectors:
+            s.flush()  # the rows' seq
+            s.add_all(
+                EvidenceVector(seq=row.seq, model=model, vector=vector)
+                for row, vector in zip(rows, vectors, strict=True)
+            )
         _bump(s, owner)
     return len(items)
 
@@ -111,3 +137,37 @@ def load_utterances(db: Database, *, owner: str = "") -> list[StoredUtterance]:
             StoredUtterance(r.ext_id, r.speaker, r.text, r.conversation, r.session, r.t)
             for r in rows
         ]
+
+
+def load_vectors(db: Database, *, owner: str = "", model: str) -> dict[str, bytes]:
+    """``owner``'s stored vectors made by ``model``, by evidence id."""
+    with db.session() as s:
+        rows = s.execute(
+            select(EvidenceRow.ext_id, EvidenceVector.vector)
+            .join(EvidenceVector, EvidenceVector.seq == EvidenceRow.seq)
+            .where(EvidenceRow.owner == owner, EvidenceVector.model == model)
+        )
+        return {ext_id: vector for ext_id, vector in rows}
+
+
+def store_vectors(
+    db: Database, vectors: Mapping[str, bytes], *, owner: str = "", model: str
+) -> None:
+    """Keep ``vectors`` (by evidence id) for evidence stored without them. Another process
+    storing the same ones meanwhile is fine: they are the same vectors."""
+    ids = list(vectors)
+    for start in range(0, len(ids), 500):  # bound the statement's parameters
+        chunk = ids[start : start + 500]
+        try:
+            with db.session() as s:
+                seqs = s.execute(
+                    select(EvidenceRow.ext_id, EvidenceRow.seq).where(
+                        EvidenceRow.owner == owner, EvidenceRow.ext_id.in_(chunk)
+                    )
+                ).all()
+                s.add_all(
+                    EvidenceVector(seq=seq, model=model, vector=vectors[ext_id])
+                    for ext_id, seq in seqs
+                )
+        except IntegrityError:
+            pass

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -210,6 +211,19 @@ class EvidenceRow(Base):
     session: Mapped[str] = mapped_column(String(200), default="")
     t: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class EvidenceVector(Base):
+    """An evidence item's embedding by one model (float32, little-endian): a recall encodes
+    only its query. Vectors of another model are kept apart, never mixed."""
+
+    __tablename__ = "evidence_vectors"
+
+    seq: Mapped[int] = mapped_column(
+        ForeignKey("evidence.seq", ondelete="CASCADE"), primary_key=True
+    )
+    model: Mapped[str] = mapped_column(String(100), primary_key=True)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class User(Base):
