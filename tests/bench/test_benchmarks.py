@@ -113,7 +113,7 @@ def test_locomo_recall_beats_bm25s_on_the_same_turns() -> None:
     assert heard["n"] == peer["n"] > 700
     for k in (1, 5, 10, 25):
         assert heard[f"R@{k}"] > peer[f"R@{k}"]
-    assert heard["R@10"] >= 0.70
+    assert heard["R@10"] >= 0.715  # 0.701 before the session signal
 
 
 def test_lexical_engines_agree_with_heard_on_what_ranks_first() -> None:

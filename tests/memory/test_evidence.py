@@ -89,3 +89,28 @@ def test_the_sparse_path_ranks_exactly_like_a_full_pass() -> None:
     got = index.recall("rareword", k=10)
     assert [h.id for h in got] == want
     assert [h.score for h in got] == pytest.approx([round(expected[i], 4) for i in want], abs=1e-3)
+
+
+def test_a_turn_in_the_session_of_the_best_match_beats_an_equal_one_elsewhere() -> None:
+    filler = ["Sounds good.", "Sure thing!", "Talk soon."]
+    index = EvidenceIndex()
+    # session "b" is heard first: without the session signal its turn wins the tie
+    index.extend(
+        Evidence(f"b{i}", "Ben", text, "c2", None, "b")
+        for i, text in enumerate([*filler, "Flights in March are cheap."])
+    )
+    index.extend(
+        Evidence(f"a{i}", "Ana", text, "c1", None, "a")
+        for i, text in enumerate(
+            ["My sister moves to Lisbon in March.", *filler, "Flights in March are cheap."]
+        )
+    )
+    ranked = [h.id for h in index.recall("when does the sister move to Lisbon in March", k=9)]
+    assert ranked[0] == "a0"
+    assert ranked.index("a4") < ranked.index("b3")
+
+
+def test_without_sessions_equal_turns_keep_their_order() -> None:
+    index = EvidenceIndex()
+    index.extend(Evidence(f"d{i}", "Ana", "Flights in March are cheap.", f"c{i}") for i in range(3))
+    assert [h.id for h in index.recall("flights in March", k=3)] == ["d0", "d1", "d2"]

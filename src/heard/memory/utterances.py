@@ -54,7 +54,12 @@ class _Utterance(BaseModel):
 
 def as_evidence(utterance: StoredUtterance) -> Evidence:
     return Evidence(
-        utterance.id, utterance.speaker, utterance.text, utterance.conversation, utterance.t
+        utterance.id,
+        utterance.speaker,
+        utterance.text,
+        utterance.conversation,
+        utterance.t,
+        utterance.session,
     )
 
 
