@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import heard.memory.evidence as evidence_module
 from heard.errors import InputError
 from heard.memory.evidence import MAX_QUERY_CHARS, Evidence, EvidenceIndex
 
@@ -114,3 +118,57 @@ def test_without_sessions_equal_turns_keep_their_order() -> None:
     index = EvidenceIndex()
     index.extend(Evidence(f"d{i}", "Ana", "Flights in March are cheap.", f"c{i}") for i in range(3))
     assert [h.id for h in index.recall("flights in March", k=3)] == ["d0", "d1", "d2"]
+
+
+WORDS = ["lisbon", "march", "sister", "budget", "dog", "ana", "ben", "green", "kitchen", "friday"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),  # words
+            st.sampled_from(["Ana", "Ben", "Cy"]),  # speaker
+            st.integers(0, 2),  # conversation
+            st.sampled_from(["", "s1", "s2"]),  # session
+        ),
+        min_size=1,
+        max_size=120,
+    ),
+    query=st.lists(st.sampled_from([*WORDS, "cy"]), min_size=1, max_size=4),
+    k=st.integers(1, 8),
+)
+def test_recall_over_the_candidates_equals_recall_over_every_item(
+    turns: list[tuple[list[str], str, int, str]], query: list[str], k: int
+) -> None:
+    """Leaving out items that cannot reach the top never changes the answer (ties included)."""
+    index = EvidenceIndex()
+    index.extend(
+        Evidence(f"d{i}", speaker, " ".join(words), f"c{conv}", None, session)
+        for i, (words, speaker, conv, session) in enumerate(turns)
+    )
+    saved = evidence_module.FULL_PASS_RATIO, evidence_module.SESSION_CANDIDATES
+    everything = EvidenceIndex._candidates
+    try:
+        # small enough that a small memory is pruned: the rule holds for any value
+        evidence_module.SESSION_CANDIDATES = 4
+        evidence_module.FULL_PASS_RATIO = 10**9  # always the candidates, never the full pass
+        pruned = index.recall(" ".join(query), k=k)
+        EvidenceIndex._candidates = lambda self, scores, k, everything: np.arange(len(scores))  # type: ignore[method-assign]
+        full = index.recall(" ".join(query), k=k)
+    finally:
+        evidence_module.FULL_PASS_RATIO, evidence_module.SESSION_CANDIDATES = saved
+        EvidenceIndex._candidates = everything  # type: ignore[method-assign]
+    assert [(h.id, h.score) for h in pruned] == [(h.id, h.score) for h in full]
+
+
+def test_a_run_of_weaker_turns_is_not_left_out_of_the_candidates() -> None:
+    """B1 matches less than A (0.58 of its score) but its neighbours match too: it wins on
+    spread, so it must be among the candidates although every turn of its run is weaker."""
+    index = EvidenceIndex()
+    index.add(Evidence("A", "Ana", "alpha alpha alpha", "c1"))
+    index.extend(
+        Evidence(f"B{i}", "Ben", "alpha yankee yankee yankee yankee", "c2") for i in range(3)
+    )
+    index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(20))
+    assert [h.id for h in index.recall("alpha", k=1)] == ["B1"]

@@ -70,6 +70,7 @@ class BM25Index:
         self._tfs: dict[str, array[int]] = {}
         self._lengths = array("i")
         self._total_length = 0
+        self._norms: npt.NDArray[np.float32] | None = None
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -122,29 +123,36 @@ class BM25Index:
                 totals[doc] = get(doc, 0.0) + idf * tf / (tf + norm + per_len * lengths[doc])
         return totals
 
-    def score_vector(self, query: str | Sequence[str]) -> npt.NDArray[np.float64]:
-        """Scores of every document as one array (0 where no query term matches).
+    def score_vector(self, query: str | Sequence[str]) -> npt.NDArray[np.float32]:
+        """Scores of every document as one float32 array (0 where no query term matches).
 
         Vectorized over each term's postings (read from the arrays in place), so a
-        common term in a million documents costs milliseconds, not a Python loop.
+        common term in a million documents costs milliseconds, not a Python loop. Each
+        document's length norm is computed once per change of the index, not per posting.
         """
         terms = self.tokens(query) if isinstance(query, str) else list(query)
         n = len(self._lengths)
-        out = np.zeros(n, dtype=np.float64)
+        out = np.zeros(n, dtype=np.float32)
         if not n or not terms:
             return out
-        lengths = np.frombuffer(self._lengths, dtype=np.int32)
-        avgdl = self._total_length / n or 1.0
-        k1, b = self.k1, self.b
+        norm = self._length_norms()
         for term, weight in Counter(terms).items():
             postings = self._docs.get(term)
             if postings is None:
                 continue
             docs = np.frombuffer(postings, dtype=np.int32)
-            tf = np.frombuffer(self._tfs[term], dtype=np.int32).astype(np.float64)
-            denom = tf + k1 * (1 - b + b * lengths[docs] / avgdl)
-            out[docs] += self.idf(term) * weight * tf / denom
+            tf = np.frombuffer(self._tfs[term], dtype=np.int32).astype(np.float32)
+            out[docs] += np.float32(self.idf(term) * weight) * tf / (tf + norm[docs])
         return out
+
+    def _length_norms(self) -> npt.NDArray[np.float32]:
+        """``k1 (1 - b + b |d| / avgdl)`` per document, kept until a document is added."""
+        n = len(self._lengths)
+        if self._norms is None or len(self._norms) != n:
+            lengths = np.frombuffer(self._lengths, dtype=np.int32)
+            avgdl = self._total_length / n or 1.0
+            self._norms = (self.k1 * (1 - self.b + self.b * lengths / avgdl)).astype(np.float32)
+        return self._norms
 
     def search(self, query: str | Sequence[str], k: int = 10) -> list[Hit]:
         """The ``k`` best documents, best first (ties: earlier document first)."""

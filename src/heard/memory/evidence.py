@@ -35,6 +35,13 @@ MAX_QUERY_CHARS = 2000
 """Longer queries are cut here (a recall query is a question, not a document)."""
 NEIGHBOUR_SHARE = 0.5
 NEIGHBOUR_WINDOW = 2
+NEIGHBOUR_OFFSETS = (2, 1, 1, 2)
+"""How far each of [before2, before1, after1, after2] is: it gets NEIGHBOUR_SHARE / offset."""
+SPREAD = sum(NEIGHBOUR_SHARE / offset for offset in NEIGHBOUR_OFFSETS)
+"""The most an item gains from its neighbours, as a multiple of the best of them."""
+FULL_PASS_RATIO = 10
+"""Candidates beyond one item in this many: a pass over every item is cheaper (bench/locomo.py
+--scale)."""
 SPEAKER_BOOST = 1.4
 K1, B = 0.9, 0.4
 """BM25 parameters for short conversational turns (LoCoMo dev: R@10 0.696 vs 0.679 at 1.5/0.75)."""
@@ -154,25 +161,19 @@ class EvidenceIndex:
         scores = self._bm25.score_vector(query)
         if not len(scores):
             return []
-        hits = np.flatnonzero(scores)
-        if not len(hits) and self._dense is None:
-            return []
         named = [self._speaker_ids[t] for t in set(tokenize(query)) if t in self._speaker_ids]
         if named:
+            hits = np.flatnonzero(scores)
             speakers = np.frombuffer(self._speaker_of, dtype=np.int32)
-            boosted = hits[np.isin(speakers[hits], named)]
-            scores[boosted] *= SPEAKER_BOOST
+            scores[hits[np.isin(speakers[hits], named)]] *= SPEAKER_BOOST
+        dense = self.embedder is not None and self._dense is not None
+        targets = self._candidates(scores, k, everything=dense)
+        if not len(targets) and not dense:
+            return []
         near = [np.frombuffer(n, dtype=np.int32) for n in self._near]
         padded = np.append(scores, 0.0)  # index -1 reads this zero: "no neighbour"
-        if len(hits) * 50 < len(scores):
-            # Few matches: only they and their neighbours can score, so work on those.
-            targets = np.unique(np.concatenate([hits, *(n[hits] for n in near)]))
-            targets = targets[targets >= 0]
-        else:
-            # Many matches: sorting them costs more than one pass over every item.
-            targets = np.arange(len(scores))
         spread = scores[targets].copy()
-        for n, offset in zip(near, (2, 1, 1, 2), strict=True):
+        for n, offset in zip(near, NEIGHBOUR_OFFSETS, strict=True):
             spread += NEIGHBOUR_SHARE / offset * padded[n[targets]]
         if self._session_ids:
             self._session_context(targets, spread, k)
@@ -189,6 +190,45 @@ class EvidenceIndex:
             key=lambda x: (-x[1], x[0]),
         )[:k]
         return self._recalled(best)
+
+    def _candidates(self, scores: np.ndarray, k: int, *, everything: bool) -> np.ndarray:
+        """The items whose final score can reach the top: the best ``depth`` (k, or the
+        session signal's candidates) are among them. An item that is under
+        ``floor = depth-th score / (1 + SPREAD)`` and whose neighbours all are, gains less
+        than ``SPREAD x floor`` from them, so it stays under the depth-th score and can be
+        left out; the rest are the items over the floor and their neighbours. With
+        ``everything`` (the dense scout scores every item) the floor is 0: every match and
+        its neighbours."""
+        n = len(scores)
+        depth = min(n, max(SESSION_CANDIDATES, 4 * k) if self._session_ids else k)
+        floor = 0.0
+        if not everything and depth < n:
+            floor = self._depth_score(scores, depth) / (1 + SPREAD)
+        seeds = np.flatnonzero(scores >= floor) if floor > 0 else np.flatnonzero(scores)
+        if len(seeds) * FULL_PASS_RATIO >= n:
+            # most items are candidates: one pass over all costs less than collecting them
+            return np.arange(n)
+        chosen = np.zeros(n + 1, dtype=bool)  # the last slot takes "no neighbour" (-1)
+        chosen[seeds] = True
+        for m in self._near:
+            chosen[np.frombuffer(m, dtype=np.int32)[seeds]] = True
+        result: np.ndarray = np.flatnonzero(chosen[:n])
+        return result
+
+    @staticmethod
+    def _depth_score(scores: np.ndarray, depth: int) -> float:
+        """The ``depth``-th best score (0 when fewer items score), found among the items
+        over a threshold halved from the best score until enough are over it: a partial
+        sort of those few, not of every item."""
+        threshold = float(scores.max())
+        for _ in range(16):
+            if threshold <= 0:
+                break
+            threshold /= 2
+            over = scores[scores >= threshold]
+            if len(over) >= depth:
+                return float(np.partition(over, len(over) - depth)[len(over) - depth])
+        return 0.0
 
     def _session_context(self, targets: np.ndarray, spread: np.ndarray, k: int) -> None:
         """Among the best candidates, each gains SESSION_SHARE of the best score in its
