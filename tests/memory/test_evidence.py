@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -173,3 +175,30 @@ def test_a_run_of_weaker_turns_is_not_left_out_of_the_candidates() -> None:
     )
     index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(20))
     assert [h.id for h in index.recall("alpha", k=1)] == ["B1"]
+
+
+class Concepts:
+    """An embedder that knows that a puppy is a young dog, and nothing else."""
+
+    name = "concepts"
+    dim = 2
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            dog = any(w in text.lower() for w in ("puppy", "dog"))
+            rows[i] = (1.0, 0.0) if dog else (0.0, 1.0)
+        return rows
+
+
+def test_a_turn_next_to_a_dense_match_shares_in_it() -> None:
+    index = EvidenceIndex(Concepts())
+    index.extend(Evidence(f"u{i}", "Cy", "Trains were late.", "other") for i in range(3))
+    index.extend(
+        [
+            Evidence("A", "Ana", "I adopted a puppy.", "c"),
+            Evidence("B", "Ana", "Yes, from the shelter on Elm Street.", "c"),
+        ]
+    )
+    ranked = [h.id for h in index.recall("young dog?", k=5)]
+    assert ranked[:2] == ["A", "B"]  # B has no word and no meaning of its own in common
