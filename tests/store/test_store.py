@@ -105,3 +105,16 @@ def test_database_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
 def test_a_bad_url_is_an_input_error() -> None:
     with pytest.raises(InputError, match="not a SQLAlchemy URL"):
         Database("not a url")
+
+
+def test_a_failed_statement_never_carries_users_text(db: Database) -> None:
+    """An error's message (which a log may show) names the statement, not its parameters."""
+    from sqlalchemy.exc import IntegrityError
+
+    from heard.store.models import EvidenceRow
+
+    secret = "zebra-7731 said something private"
+    with pytest.raises(IntegrityError) as caught, db.session() as s:
+        s.add_all(EvidenceRow(owner="", ext_id="d1", speaker="ana", text=secret) for _ in range(2))
+    assert "evidence" in str(caught.value)
+    assert secret not in str(caught.value)

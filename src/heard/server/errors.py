@@ -1,9 +1,18 @@
-"""The HTTP status of each of heard's errors: one table, read by the server's one handler."""
+"""How the server answers errors: the HTTP status of each of heard's errors (one table, read
+by one handler), the 422 body, and the handlers every request goes through."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from heard.errors import (
     ConflictError,
@@ -14,8 +23,19 @@ from heard.errors import (
     ServiceError,
     UnknownNameError,
 )
+from heard.server.schemas import ErrorOut, InvalidOut
 
-__all__ = ["EXCERPT_CHARS", "STATUS_OF", "invalid_detail", "status_of"]
+__all__ = [
+    "BAD",
+    "EXCERPT_CHARS",
+    "NOT_FOUND",
+    "STATUS_OF",
+    "install_error_handlers",
+    "invalid_detail",
+    "status_of",
+]
+
+log = logging.getLogger("heard.server")
 
 STATUS_OF: dict[type[HeardError], int] = {
     NotFoundError: 404,
@@ -59,3 +79,39 @@ def invalid_detail(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         }
         for e in errors
     ]
+
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
+BAD: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "The body is not JSON."},
+    422: {"model": InvalidOut},
+}
+"""The error replies a route documents in the OpenAPI schema."""
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every error a request meets, answered in one shape (``{"detail": ...}``)."""
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # one route per method: list every method the path has, not the first route's
+            methods: set[str] = set()
+            for route in app.router.routes:
+                if isinstance(route, APIRoute) and route.matches(request.scope)[0] != Match.NONE:
+                    methods |= route.methods or set()
+            headers["Allow"] = ", ".join(sorted(methods))
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": invalid_detail(exc.errors())}, status_code=422)
+
+    @app.exception_handler(HeardError)
+    async def _heard_error(_: Request, exc: HeardError) -> JSONResponse:
+        status = status_of(exc)
+        if status == 500:
+            log.error("unexpected %s", type(exc).__name__, exc_info=exc)
+            return JSONResponse({"detail": "internal error"}, status_code=500)
+        return JSONResponse({"detail": str(exc)}, status_code=status)

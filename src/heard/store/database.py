@@ -49,7 +49,8 @@ class Database:
                     f"cannot open the SQLite database {parsed.database}: "
                     f"its folder {folder} cannot be created ({e.strerror})"
                 ) from None
-        options = {"pool_pre_ping": True, **(engine_options or {})}
+        # hide_parameters: an error names the statement, never the users' text it carried
+        options = {"pool_pre_ping": True, "hide_parameters": True, **(engine_options or {})}
         self.engine: Engine = create_engine(self.url, **options)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)

@@ -1,0 +1,44 @@
+"""What a route is given: the caller (from the bearer token), the server's settings and the
+users' memories, all read from the running app."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from heard.server.state import Memories, ServerSettings
+from heard.store.users import Principal, authenticate
+
+__all__ = ["Caller", "Settings", "UserMemories"]
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def _settings(request: Request) -> ServerSettings:
+    settings: ServerSettings = request.app.state.settings
+    return settings
+
+
+def _memories(request: Request) -> Memories:
+    memories: Memories = request.app.state.memories
+    return memories
+
+
+def _caller(
+    settings: Annotated[ServerSettings, Depends(_settings)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    user = authenticate(settings.db, credentials.credentials) if credentials else None
+    if user is None:
+        raise HTTPException(
+            401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+        )
+    return user
+
+
+Caller = Annotated[Principal, Depends(_caller)]
+"""The user whose bearer token came with the request (401 without a valid one)."""
+Settings = Annotated[ServerSettings, Depends(_settings)]
+UserMemories = Annotated[Memories, Depends(_memories)]

@@ -1,0 +1,216 @@
+"""Meetings: create one, upload each participant's track, run the pipeline, read the result."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, BackgroundTasks, HTTPException, Query, Request, Response
+from fastapi import Path as FastAPIPath
+
+from heard.asr.audio import probe_audio
+from heard.errors import ConflictError, InputError
+from heard.pipeline.run import run_pipeline
+from heard.server.deps import Caller, Settings
+from heard.server.errors import BAD, NOT_FOUND
+from heard.server.schemas import (
+    ErrorOut,
+    MeetingIn,
+    MeetingOut,
+    PhraseOut,
+    RunOut,
+    Text,
+    TrackOut,
+)
+from heard.store.database import Database
+from heard.store.meetings import (
+    MeetingSummary,
+    TrackSpec,
+    create_meeting,
+    get_meeting,
+    list_meetings,
+    meeting_phrases,
+    track_states,
+    transcript_document,
+)
+from heard.store.models import TrackStatus
+from heard.store.tracks import track_of, upload_track
+from heard.timeline.formats import render
+
+__all__ = ["MAX_UPLOAD_BYTES", "MEDIA_TYPES", "router"]
+
+MAX_UPLOAD_BYTES = 512 * 1024 * 1024
+MEDIA_TYPES = {
+    "json": "application/json",
+    "srt": "application/x-subrip",
+    "vtt": "text/vtt",
+    "md": "text/markdown",
+    "txt": "text/plain",
+}
+
+router = APIRouter(prefix="/v1/meetings")
+
+Participant = Annotated[Text, FastAPIPath(min_length=1, max_length=200)]
+
+
+def _summary_out(m: MeetingSummary, tracks: list[TrackOut] | None = None) -> MeetingOut:
+    return MeetingOut(
+        id=m.id,
+        title=m.title,
+        started_at=m.started_at,
+        status=str(m.status),
+        participants=list(m.participants),
+        phrases=m.phrases,
+        tracks=tracks or [],
+    )
+
+
+def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
+    m = get_meeting(db, meeting_id, owner)
+    tracks = [
+        TrackOut(
+            participant=t.participant,
+            status=str(t.status),
+            attempts=t.attempts,
+            offset_s=t.offset_s,
+            last_error=t.last_error,
+        )
+        for t in track_states(db, m.id, owner)
+    ]
+    return _summary_out(m, tracks)
+
+
+@router.post("", status_code=201, response_model=MeetingOut, responses=BAD)
+def create(body: MeetingIn, user: Caller, settings: Settings) -> MeetingOut:
+    """Create a meeting whose participants' tracks are still to be uploaded."""
+    specs = [
+        TrackSpec(p.name, "", p.offset_s, None, TrackStatus.RECORDING) for p in body.participants
+    ]
+    meeting_id = create_meeting(
+        settings.db, title=body.title, tracks=specs, started_at=body.started_at, owner=user.owner
+    )
+    return _meeting_out(settings.db, meeting_id, user.owner)
+
+
+@router.get("", response_model=list[MeetingOut])
+def meetings(user: Caller, settings: Settings) -> list[MeetingOut]:
+    return [_summary_out(m) for m in list_meetings(settings.db, user.owner)]
+
+
+@router.get("/{meeting_id}", response_model=MeetingOut, responses=NOT_FOUND)
+def meeting(meeting_id: uuid.UUID, user: Caller, settings: Settings) -> MeetingOut:
+    return _meeting_out(settings.db, meeting_id, user.owner)
+
+
+@router.put(
+    "/{meeting_id}/tracks/{participant}",
+    response_model=MeetingOut,
+    responses={**NOT_FOUND, **BAD, 409: {"model": ErrorOut}, 413: {"model": ErrorOut}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
+        }
+    },
+)
+async def upload(
+    meeting_id: uuid.UUID,
+    participant: Participant,
+    request: Request,
+    user: Caller,
+    settings: Settings,
+) -> MeetingOut:
+    """Upload one participant's audio (any format ffmpeg decodes), as the raw body."""
+    db = settings.db
+    track_id = await asyncio.to_thread(track_of, db, meeting_id, participant, user.owner)
+    folder = settings.uploads / user.owner / str(meeting_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    # every upload writes files of its own: racing uploads of one track never mix, and
+    # the track points at exactly one complete upload that decoded (the last to finish)
+    upload_id = uuid.uuid4().hex
+    path = folder / f"{track_id}.{upload_id}.audio"
+    partial = folder / f".{track_id}.{upload_id}.part"
+    size = 0
+    with partial.open("wb") as f:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_UPLOAD_BYTES:
+                f.close()
+                partial.unlink(missing_ok=True)
+                raise HTTPException(413, f"audio larger than {MAX_UPLOAD_BYTES} bytes")
+            f.write(chunk)
+    if size == 0:
+        partial.unlink(missing_ok=True)
+        raise HTTPException(422, "the request body (the audio) is empty")
+    try:
+        await asyncio.to_thread(probe_audio, partial)
+    except InputError as e:
+        partial.unlink(missing_ok=True)
+        reason = str(e).replace(str(partial), "the upload")  # no server folders in replies
+        raise HTTPException(422, f"{participant}: not decodable audio ({reason})") from e
+    partial.replace(path)
+    try:
+        before = await asyncio.to_thread(upload_track, db, track_id, str(path))
+    except ConflictError:
+        path.unlink(missing_ok=True)
+        raise
+    if before and before != str(path) and Path(before).parent == folder:
+        Path(before).unlink(missing_ok=True)  # the upload this one replaced
+    return _meeting_out(db, meeting_id, user.owner)
+
+
+@router.post(
+    "/{meeting_id}/run",
+    status_code=202,
+    response_model=RunOut,
+    responses={**NOT_FOUND, 503: {"model": ErrorOut, "description": "No broker."}},
+)
+def run(
+    meeting_id: uuid.UUID, user: Caller, settings: Settings, background: BackgroundTasks
+) -> RunOut:
+    """Transcribe the uploaded tracks and build the timeline: in the background, or on
+    Celery workers when the server runs with --queue."""
+    db = settings.db
+    get_meeting(db, meeting_id, user.owner)
+    if settings.queue:
+        from heard.pipeline.celery_app import check_broker, enqueue_meeting
+
+        check_broker()
+        sent = enqueue_meeting(db, meeting_id)
+        return RunOut(id=meeting_id, started=True, queued_tasks=sent)
+    if settings.transcriber is not None:
+        background.add_task(run_pipeline, meeting_id, db=db, transcriber=settings.transcriber)
+    return RunOut(id=meeting_id, started=settings.transcriber is not None)
+
+
+@router.get("/{meeting_id}/phrases", response_model=list[PhraseOut], responses=NOT_FOUND)
+def phrases(meeting_id: uuid.UUID, user: Caller, settings: Settings) -> list[PhraseOut]:
+    return [
+        PhraseOut(participant=p.participant, start=p.start_s, end=p.end_s, text=p.text)
+        for p in meeting_phrases(settings.db, meeting_id, user.owner)
+    ]
+
+
+@router.get(
+    "/{meeting_id}/export",
+    response_class=Response,
+    responses={
+        **NOT_FOUND,
+        200: {
+            "description": "The transcript in the asked format.",
+            "content": {t: {"schema": {"type": "string"}} for t in MEDIA_TYPES.values()},
+        },
+    },
+)
+def export(
+    meeting_id: uuid.UUID,
+    user: Caller,
+    settings: Settings,
+    format: Annotated[Literal["json", "srt", "vtt", "md", "txt"], Query()] = "txt",
+) -> Response:
+    doc = transcript_document(settings.db, meeting_id, user.owner)
+    return Response(render(doc, format), media_type=MEDIA_TYPES[format])

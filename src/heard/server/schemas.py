@@ -1,0 +1,176 @@
+"""What the REST API takes and gives: one pydantic model per body, request or reply.
+
+Requests are strict: unknown fields, NaN and infinities, NUL characters and lone surrogates
+are refused with a 422 naming the field, before anything is stored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+
+__all__ = [
+    "SLUG",
+    "ErrorOut",
+    "EvidenceIn",
+    "InvalidOut",
+    "MeetingIn",
+    "MeetingOut",
+    "PageIn",
+    "PageOut",
+    "ParticipantIn",
+    "PhraseOut",
+    "RecallIn",
+    "RecalledOut",
+    "RunOut",
+    "StoredOut",
+    "Text",
+    "TrackOut",
+    "UserOut",
+]
+
+
+class _Strict(BaseModel):
+    # NaN and Infinity (and 1e999, which JSON parsing makes infinite) are refused at once
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def _storable(value: str) -> str:
+    """Text any store keeps as given: no NUL (PostgreSQL refuses it) and no lone surrogate
+    (it is not UTF-8)."""
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("lone surrogates are not text (invalid UTF-16 in a \\u escape)") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+"""A string heard stores or writes: every string field of a request is one."""
+
+
+def _iso_text(value: object) -> object:
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 date-time string with a time zone")
+    return value
+
+
+def _not_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not true or false")
+    return value
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+"""A date-time as JSON carries it: a string (a bare number is not taken as Unix time)."""
+
+
+class ParticipantIn(_Strict):
+    name: Text = Field(min_length=1, max_length=200)
+    offset_s: Annotated[float, BeforeValidator(_not_bool)] = Field(default=0.0, ge=0, le=86_400)
+
+
+class MeetingIn(_Strict):
+    title: Text = Field(min_length=1, max_length=500)
+    participants: list[ParticipantIn] = Field(min_length=1, max_length=64)
+    started_at: Timestamp | None = None
+
+
+class TrackOut(BaseModel):
+    participant: str
+    status: str
+    attempts: int
+    offset_s: float
+    last_error: str | None
+
+
+class MeetingOut(BaseModel):
+    id: uuid.UUID
+    title: str
+    started_at: datetime
+    status: str
+    participants: list[str]
+    phrases: int
+    tracks: list[TrackOut] = []
+
+
+class PhraseOut(BaseModel):
+    participant: str
+    start: float
+    end: float
+    text: str
+
+
+class RunOut(BaseModel):
+    id: uuid.UUID
+    started: bool
+    queued_tasks: int = 0
+    """With workers: the tasks sent (one per unfinished track, or the timeline build)."""
+
+
+class UtteranceIn(_Strict):
+    id: Text = Field(min_length=1, max_length=200)
+    speaker: Text = Field(min_length=1, max_length=200)
+    text: Text = Field(min_length=1, max_length=20_000)
+    session: Text = Field(default="", max_length=200)
+    conversation: Text = Field(default="", max_length=200)
+    t: Timestamp | None = None
+
+
+class EvidenceIn(_Strict):
+    utterances: list[UtteranceIn] = Field(min_length=1, max_length=10_000)
+
+
+class StoredOut(BaseModel):
+    stored: int
+
+
+class RecallIn(_Strict):
+    query: Text = Field(min_length=1, max_length=2000)
+    k: Annotated[int, BeforeValidator(_not_bool)] = Field(default=10, ge=1, le=100)
+
+
+class RecalledOut(BaseModel):
+    id: str
+    kind: Literal["evidence", "page"]
+    score: float
+    speaker: str
+    text: str
+
+
+SLUG = r"^[a-z0-9][a-z0-9-]{0,99}$"
+
+
+class PageIn(_Strict):
+    summary: Text = Field(default="", max_length=240)
+    aliases: list[Annotated[Text, Field(max_length=200)]] = Field(default=[], max_length=50)
+    edges: list[Annotated[str, Field(pattern=SLUG)]] = Field(default=[], max_length=100)
+    body: Text = Field(default="", max_length=100_000)
+
+
+class PageOut(BaseModel):
+    slug: str
+    summary: str
+    aliases: list[str]
+    edges: list[str]
+    body: str
+
+
+class UserOut(BaseModel):
+    id: uuid.UUID
+    name: str
+
+
+class ErrorOut(BaseModel):
+    detail: str
+
+
+class InvalidOut(BaseModel):
+    """Request validation lists its errors; heard's own input errors are one sentence."""
+
+    detail: str | list[dict[str, Any]]
