@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from heard.server.errors import install_error_handlers
+from heard.server.guard import Guard
 from heard.server.live import mount_live
 from heard.server.routes import meetings, memory, site
 from heard.server.schemas import ErrorOut
@@ -39,6 +40,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.memories = memories
     install_error_handlers(app)
+    app.add_middleware(Guard, database=lambda: settings.db)
     app.mount("/static", StaticFiles(directory=site.STATIC), name="static")
     for router in (site.router, meetings.router, memory.router):
         app.include_router(router)

@@ -27,10 +27,14 @@ def _memories(request: Request) -> Memories:
 
 
 def _caller(
+    request: Request,
     settings: Annotated[ServerSettings, Depends(_settings)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    user = authenticate(settings.db, credentials.credentials) if credentials else None
+    # the guard (heard.server.guard) checked the token before the body was read
+    user: Principal | None = getattr(request.state, "principal", None)
+    if user is None and credentials:
+        user = authenticate(settings.db, credentials.credentials)
     if user is None:
         raise HTTPException(
             401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}

@@ -135,14 +135,16 @@ async def upload(
     path = folder / f"{track_id}.{upload_id}.audio"
     partial = folder / f".{track_id}.{upload_id}.part"
     size = 0
-    with partial.open("wb") as f:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_UPLOAD_BYTES:
-                f.close()
-                partial.unlink(missing_ok=True)
-                raise HTTPException(413, f"audio larger than {MAX_UPLOAD_BYTES} bytes")
-            f.write(chunk)
+    try:
+        with partial.open("wb") as f:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_UPLOAD_BYTES:
+                    raise HTTPException(413, f"audio larger than {MAX_UPLOAD_BYTES} bytes")
+                f.write(chunk)
+    except BaseException:
+        partial.unlink(missing_ok=True)  # too big, or the client went away mid-upload
+        raise
     if size == 0:
         partial.unlink(missing_ok=True)
         raise HTTPException(422, "the request body (the audio) is empty")

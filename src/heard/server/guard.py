@@ -1,0 +1,96 @@
+"""Checks made before a request's body is read: who is calling, and how big the body may be.
+
+FastAPI reads a JSON body before it resolves a route's dependencies, so a route's own
+authentication comes after the body is in memory. This middleware runs first: every
+``/v1/`` request (the live socket has its own handshake) must carry a valid bearer token or
+gets a 401 before a byte of its body is read, and each route's body is limited while it is
+read (a declared ``Content-Length`` over the limit is refused at once, a body that grows
+past it is cut off with a 413).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from heard.server.routes.meetings import MAX_UPLOAD_BYTES
+from heard.store.database import Database
+from heard.store.users import authenticate
+
+__all__ = ["BODY_LIMITS", "JSON_LIMIT", "Guard"]
+
+JSON_LIMIT = 1024 * 1024
+"""A JSON body of any route not in BODY_LIMITS (a meeting, a recall, a page)."""
+BODY_LIMITS: list[tuple[str, re.Pattern[str], int]] = [
+    ("PUT", re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+$"), MAX_UPLOAD_BYTES),
+    ("POST", re.compile(r"^/v1/memory/evidence$"), 32 * 1024 * 1024),
+]
+"""Routes whose bodies may be larger: (method, path, bytes)."""
+
+
+def body_limit(method: str, path: str) -> int:
+    for route_method, pattern, limit in BODY_LIMITS:
+        if method == route_method and pattern.match(path):
+            return limit
+    return JSON_LIMIT
+
+
+class Guard:
+    """ASGI middleware: authentication and body limits before the app sees the request."""
+
+    def __init__(self, app: ASGIApp, database: Callable[[], Database]) -> None:
+        self.app = app
+        self.database = database
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        auth = headers.get("authorization", "")
+        token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        user = await asyncio.to_thread(authenticate, self.database(), token) if token else None
+        if user is None:
+            await _reply(send, 401, "a valid bearer token is required",
+                         {"WWW-Authenticate": "Bearer"})  # fmt: skip
+            return
+        scope.setdefault("state", {})["principal"] = user
+        limit = body_limit(scope["method"], scope["path"])
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            await _reply(send, 413, f"the body is larger than {limit} bytes")
+            return
+        await self.app(scope, _limited(receive, limit), send)
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """``receive``, raising a 413 once the body read so far is over ``limit``."""
+    seen = 0
+
+    async def limited() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise HTTPException(413, f"the body is larger than {limit} bytes")
+        return message
+
+    return limited
+
+
+async def _reply(send: Send, status: int, detail: str, extra: dict[str, str] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers: list[Any] = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *((k.lower().encode(), v.encode()) for k, v in (extra or {}).items()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
