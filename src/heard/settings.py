@@ -81,6 +81,11 @@ class Settings:
         "HEARD_DENSE", True,
         "0 turns the dense scout (MiniLM, heard[dense]) off even when it is installed.",
     )  # fmt: skip
+    cors_origins: str = _var(
+        "HEARD_CORS_ORIGINS", "",
+        "Web origins (comma-separated, e.g. https://app.example.com) whose pages may call "
+        "`heard serve` from a browser; empty: none, only heard's own pages.",
+    )  # fmt: skip
 
     @classmethod
     def variables(cls) -> dict[str, str]:

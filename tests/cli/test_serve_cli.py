@@ -110,3 +110,12 @@ def test_log_redaction_covers_every_spelling_of_the_token() -> None:
     for line in ["GET /v1/live?TOKEN=s3cret", "GET /v1/live?mode=x&%74oken=s3cret"]:
         assert "s3cret" not in redact(line), line  # named token, whatever its value looks like
     assert redact("GET /v1/live?mode=balanced") == "GET /v1/live?mode=balanced"
+
+
+def test_serve_refuses_a_wildcard_or_malformed_cors_origin(tmp_path: Path) -> None:
+    for origin in ("*", "app.example.com", "https://app.example.com/path"):
+        ran = heard("serve", "--cors-origin", origin, "--db", f"sqlite:///{tmp_path / 'h.db'}",
+                    cwd=tmp_path)  # fmt: skip
+        assert ran.returncode == 2
+        assert "CORS origin" in ran.stderr
+        assert "https://app.example.com" in ran.stderr

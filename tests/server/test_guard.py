@@ -134,3 +134,38 @@ def test_an_upload_the_client_abandons_leaves_no_file(
     with pytest.raises(Exception):  # noqa: B017, PT011 - the request simply ends
         call(app, "PUT", f"/v1/meetings/{meeting}/tracks/a", body, headers)
     assert [p.name for p in (tmp_path / "uploads").rglob("*") if p.is_file()] == []
+
+
+def _preflight(client: TestClient, origin: str) -> dict[str, str]:
+    response = client.options(
+        "/v1/memory/recall",
+        headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization, content-type"},
+    )  # fmt: skip
+    return dict(response.headers)
+
+
+def test_no_other_origin_may_call_by_default(served: tuple[FastAPI, str, str]) -> None:
+    app, token, _ = served
+    with TestClient(app) as client:
+        assert "access-control-allow-origin" not in _preflight(client, "https://evil.example")
+        answered = client.get("/v1/me", headers={"Authorization": f"Bearer {token}",
+                                                 "Origin": "https://evil.example"})  # fmt: skip
+    assert answered.status_code == 200
+    assert "access-control-allow-origin" not in answered.headers  # the browser hides it
+
+
+def test_an_allowed_origin_may_call_and_no_other(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    settings = ServerSettings(db, tmp_path / "uploads", cors_origins=("https://app.example",))
+    app = create_app(settings)
+    _, token = add_user(db, "ana")
+    with TestClient(app) as client:
+        allowed = _preflight(client, "https://app.example")
+        assert allowed["access-control-allow-origin"] == "https://app.example"
+        assert "authorization" in allowed["access-control-allow-headers"].lower()
+        assert "access-control-allow-origin" not in _preflight(client, "https://evil.example")
+        answered = client.get("/v1/me", headers={"Authorization": f"Bearer {token}",
+                                                 "Origin": "https://app.example"})  # fmt: skip
+        assert answered.headers["access-control-allow-origin"] == "https://app.example"
+    db.dispose()

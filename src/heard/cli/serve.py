@@ -11,7 +11,7 @@ import typer
 
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import DbOption
-from heard.errors import MissingDependencyError
+from heard.errors import InputError, MissingDependencyError
 
 users_app = typer.Typer(
     help="Users of `heard serve` and their bearer tokens.", no_args_is_help=True
@@ -89,6 +89,14 @@ def serve(
             "--queue", help="Run meetings on Celery workers ($HEARD_BROKER_URL), not in-process."
         ),
     ] = False,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors-origin",
+            help="A web origin whose pages may call this server from a browser (repeatable; "
+            "default: $HEARD_CORS_ORIGINS, else none).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs)."""
     try:
@@ -104,6 +112,13 @@ def serve(
     from heard.store.database import Database
 
     chosen = settings()
+    origins = cors_origin or [o.strip() for o in chosen.cors_origins.split(",") if o.strip()]
+    for origin in origins:
+        if origin == "*" or not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise InputError(
+                f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
+                "(no path, no *: a page holding a token must be one you name)"
+            )
     database = Database(db)
     transcriber = None
     if queue:
@@ -114,8 +129,9 @@ def serve(
     else:
         transcriber = load_transcriber(chosen.transcriber, chosen.asr_threads)
     server_settings = ServerSettings(
-        database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue
-    )
+        database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
+        cors_origins=tuple(origins),
+    )  # fmt: skip
     served = create_app(server_settings)  # opens and migrates the database: fails here, not later
     typer.echo(
         f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)", err=True

@@ -13,6 +13,7 @@ The parts: request and reply bodies in ``schemas``, the caller and the server's 
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from heard.server.errors import install_error_handlers
@@ -41,6 +42,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.memories = memories
     install_error_handlers(app)
     app.add_middleware(Guard, database=lambda: settings.db)
+    if settings.cors_origins:  # outermost: a preflight (no token) is answered here
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type"],
+            max_age=600,
+        )
     app.mount("/static", StaticFiles(directory=site.STATIC), name="static")
     for router in (site.router, meetings.router, memory.router):
         app.include_router(router)

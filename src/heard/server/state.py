@@ -39,6 +39,8 @@ class ServerSettings:
     """The embedder, LLM provider and recall options every user's memory is built with."""
     queue: bool = False
     """Send meetings to Celery workers ($HEARD_BROKER_URL) instead of transcribing in-process."""
+    cors_origins: tuple[str, ...] = ()
+    """Other web origins whose pages may call the API from a browser (none by default)."""
 
     def workspace(self, owner: str) -> Path:
         return (self.workspaces or self.uploads.parent / "workspaces") / owner
