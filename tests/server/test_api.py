@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -242,26 +242,25 @@ def test_live_websocket_streams_hypotheses_captions_context_and_finals(server) -
         ):
             ws.send_text(frame)
         received = []
-        while not any(m["type"] == "context" for m in received):
+        while not {"context", "final"} <= {m["type"] for m in received}:
             received.append(ws.receive_json())
+        # the final is acknowledged once stored: a recall right after it finds it
+        hits = client.post(
+            "/v1/memory/recall", json={"query": "Lisbon office open"}, headers=alice
+        ).json()
+        assert any(h["text"] == "When does the Lisbon office open?" for h in hits), hits
     kinds = [m["type"] for m in received]
     assert kinds.count("hypothesis") == 4
     assert received[1]["stable"] == "when does the"
     assert {"release", "final", "context"} <= set(kinds)
+    assert kinds.index("final") > kinds.index("hypothesis", 3)  # after the final's hypothesis
+    final = next(m for m in received if m["type"] == "final")
+    assert final == {"type": "final", "speaker": "ana", "turn": final["turn"],
+                     "text": "When does the Lisbon office open?"}  # fmt: skip
     release = next(m for m in received if m["type"] == "release")
     assert release["text"] == "When does the Lisbon office open?"
     context = next(m for m in received if m["type"] == "context")
     assert context["evidence"][0]["id"] == "d1"
-    # the final becomes evidence, for this user: stored in the background, after the context
-    deadline = time.monotonic() + 10
-    while True:
-        hits = client.post(
-            "/v1/memory/recall", json={"query": "Lisbon office open"}, headers=alice
-        ).json()
-        if any(h["text"] == "When does the Lisbon office open?" for h in hits):
-            break
-        assert time.monotonic() < deadline, hits
-        time.sleep(0.05)
 
 
 def test_live_websocket_rejects_bad_frames_without_harming_others(
@@ -288,6 +287,67 @@ def test_live_websocket_rejects_bad_frames_without_harming_others(
         healthy.send_text(events((0, "final", "still here"))[0])
         assert healthy.receive_json()["type"] == "hypothesis"
     assert "frame 1" in caplog.text
+
+
+SECRET = "zebra-7731"
+
+
+@pytest.mark.parametrize(
+    ("frame", "field"),
+    [
+        (f'{{"t_ms": 0, "type": "final", "text": "{SECRET}\\ud800"}}', "text"),
+        (f'{{"t_ms": 0, "type": "final", "text": "{SECRET}\\u0000"}}', "text"),
+        (f'{{"t_ms": 0, "type": "partial", "text": "ok", "speaker": "{SECRET}\\udfff"}}',
+         "speaker"),
+        (f'{{"t_ms": 0, "type": "final", "text": "ok", "speaker": "{SECRET * 500}"}}', "speaker"),
+    ],
+    ids=["lone surrogate", "NUL", "surrogate speaker", "5,000-character speaker"],
+)  # fmt: skip
+def test_live_text_no_store_can_keep_is_refused_and_logged_without_it(
+    server, caplog: pytest.LogCaptureFixture, frame: str, field: str
+) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    token = alice["Authorization"].split()[1]
+    caplog.set_level(logging.DEBUG)
+    with client.websocket_connect(f"/v1/live?token={token}") as ws:
+        ws.send_text(frame)
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_json()
+    assert closed.value.code == 1007
+    assert f"field '{field}'" in closed.value.reason
+    assert f"field '{field}'" in caplog.text
+    assert SECRET not in caplog.text
+    assert SECRET not in closed.value.reason
+    # and the connection after it works as ever
+    with client.websocket_connect(f"/v1/live?token={token}") as ws:
+        ws.send_text(events((0, "final", "still here"))[0])
+        assert ws.receive_json()["type"] == "hypothesis"
+
+
+def test_a_final_that_cannot_be_stored_is_an_error_not_an_ack(
+    server, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from heard.errors import StoreError
+    from heard.live.retriever import MemoryRetriever
+
+    def broken(self: MemoryRetriever, evidence: object) -> None:
+        raise StoreError("the database went away")
+
+    monkeypatch.setattr(MemoryRetriever, "_remember", broken)
+    client, alice, _ = server
+    token = alice["Authorization"].split()[1]
+    with client.websocket_connect(f"/v1/live?token={token}") as ws:
+        ws.send_text(events((0, "final", "remember this"))[0])
+        ws.send_text('{"type": "end"}')
+        received: list[dict[str, Any]] = []
+        while not {"error", "end"} <= {m["type"] for m in received} and len(received) < 20:
+            received.append(ws.receive_json())
+    kinds = [m["type"] for m in received]
+    assert "final" not in kinds
+    error = next(m for m in received if m["type"] == "error")
+    assert error["speaker"] == "ana"
+    assert "not stored" in error["detail"]
+    assert "end" in kinds  # the end frame is answered too
 
 
 def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-def]

@@ -174,6 +174,7 @@ class Conversation:
         on_context: Callable[[PreparedContext], None] | None = None,
         on_release: Callable[[ReleaseUnit], None] | None = None,
         translations: TranslationQueue | None = None,
+        on_remembered: Callable[[str, Evidence, str | None], None] | None = None,
     ) -> None:
         self.retriever = retriever
         self.conversation_id = conversation_id
@@ -184,6 +185,8 @@ class Conversation:
         self._clock = clock or (lambda: time.perf_counter() * 1000.0)
         self._sleep = sleep
         self._on_context = on_context
+        self._on_remembered = on_remembered
+        """Told (turn id, evidence, None or what went wrong) once a final is stored, in order."""
         self.captions: Captions | None = None
         """The captions stage (None without a release mode)."""
         if release_mode is not None:
@@ -379,7 +382,9 @@ class Conversation:
         evidence = Evidence(
             f"{self.conversation_id}:{turn.id}", event.speaker, event.text, self.conversation_id
         )
-        self._remembering = asyncio.ensure_future(self._remember_after(self._remembering, evidence))
+        self._remembering = asyncio.ensure_future(
+            self._remember_after(self._remembering, evidence, str(turn.id))
+        )
         task = self._spawn(
             self._prepare(turn, event, speculation if reuse else None, arrived, evidence.id),
             event.speaker,
@@ -442,17 +447,21 @@ class Conversation:
             self._settle(context.turn, None)
 
     async def _remember_after(
-        self, previous: asyncio.Future[None] | None, evidence: Evidence
+        self, previous: asyncio.Future[None] | None, evidence: Evidence, turn: str
     ) -> None:
-        """Remember ``evidence`` once the finals heard before it are remembered."""
+        """Remember ``evidence`` once the finals heard before it are remembered; then say so."""
         assert self.retriever is not None
         if previous is not None:
             with contextlib.suppress(BaseException):
                 await previous
+        problem: str | None = None
         try:
             await self.retriever.remember(evidence)
         except Exception as e:  # noqa: BLE001 - memory trouble must not end the conversation
-            self.errors.append(f"{evidence.id}: not remembered: {type(e).__name__}: {e}")
+            problem = f"{type(e).__name__}: {e}"
+            self.errors.append(f"{evidence.id}: not remembered: {problem}")
+        if self._on_remembered is not None:
+            self._on_remembered(turn, evidence, problem)
 
     def _publish(self, context: PreparedContext) -> None:
         self.contexts.append(context)

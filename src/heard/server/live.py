@@ -16,13 +16,17 @@ The server answers with JSON messages:
   ``correction`` replaces words a final contradicted). Units a timer releases while nobody
   speaks come on their own; the others right after the hypothesis that released them;
 * ``{"type": "context", ...}``: the memory prepared for the next reply;
-* ``{"type": "final", "speaker", "turn", "text"}``: the final, now evidence;
+* ``{"type": "final", "speaker", "turn", "text"}``: the final, sent once it is stored as
+  evidence (a recall made after it finds it); ``{"type": "error", "speaker", "turn",
+  "detail"}`` instead when it could not be stored (logged, the connection goes on);
+* ``{"type": "end"}``: the answer to the client's ``{"type": "end"}``;
 * with ``?translate=de``: ``{"type": "translation", "speaker", "text", "translation",
   "translator"}`` per release unit, in order (the LLM provider from the environment,
   or the identity translator, which says so in ``translator``).
 
-A malformed frame closes the connection with 1007, an oversize one (over 64 KiB)
-with 1009; each is logged, and no other connection notices.
+A malformed frame closes the connection with 1007, text no store can keep (a NUL, a lone
+surrogate, a speaker over 200 characters) too, naming the field; an oversize frame (over
+64 KiB) with 1009; each is logged without the frame's text, and no other connection notices.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.retriever import MemoryRetriever
 from heard.llm.providers import provider_from_env
+from heard.memory.evidence import Evidence
 from heard.release.tracker import SELECTABLE_MODES, ReleaseUnit
 from heard.release.translation import (
     IdentityTranslator,
@@ -53,7 +58,7 @@ from heard.release.translation import (
     Translator,
 )
 from heard.store.users import authenticate
-from heard.transcript.events import EventKind, TranscriptEvent, parse_event
+from heard.transcript.events import TranscriptEvent, parse_event
 from heard.transcript.stabilizer import TranscriptStep
 
 if TYPE_CHECKING:
@@ -104,6 +109,17 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         def on_context(context: PreparedContext) -> None:
             outbox.put_nowait({"type": "context", **context.to_dict()})
 
+        def on_remembered(turn: str, evidence: Evidence, problem: str | None) -> None:
+            # a final is acknowledged once it is stored, or the client hears it was not
+            if problem is None:
+                outbox.put_nowait({"type": "final", "speaker": evidence.speaker, "turn": turn,
+                                   "text": evidence.text})  # fmt: skip
+                return
+            log.error("live %s (%s): final of turn %s not stored (%s)", connection, user.name,
+                      turn, problem.split(":")[0])  # fmt: skip
+            outbox.put_nowait({"type": "error", "turn": turn, "speaker": evidence.speaker,
+                               "detail": "the final was not stored; send it again"})  # fmt: skip
+
         outgoing = _Releases(outbox)
         target = websocket.query_params.get("translate", "")[:10]
         translations: TranslationQueue | None = None
@@ -135,6 +151,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
             on_context=on_context,
             on_release=outgoing.release,
             translations=translations,
+            on_remembered=on_remembered,
         )
 
         async def send_all() -> None:
@@ -319,15 +336,6 @@ async def _receive(
             }
         )
         outgoing.flush()
-        if event.kind is EventKind.FINAL:
-            outbox.put_nowait(
-                {
-                    "type": "final",
-                    "speaker": step.speaker,
-                    "turn": str(step.turn_id),
-                    "text": event.text,
-                }
-            )
 
     audio: _Audio | None = None
     speaker = websocket.query_params.get("speaker", "you")[:200] or "you"
@@ -367,6 +375,7 @@ async def _receive(
             if _is_end(raw):
                 if audio is not None:
                     audio.end()
+                outbox.put_nowait({"type": "end"})
                 continue
             try:
                 event = parse_event(raw, "frame", number)

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
+from heard.storable import storable
+
 __all__ = [
     "SLUG",
     "ErrorOut",
@@ -38,19 +40,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
-def _storable(value: str) -> str:
-    """Text any store keeps as given: no NUL (PostgreSQL refuses it) and no lone surrogate
-    (it is not UTF-8)."""
-    if "\x00" in value:
-        raise ValueError("NUL characters are not allowed")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("lone surrogates are not text (invalid UTF-16 in a \\u escape)") from None
-    return value
-
-
-Text = Annotated[str, AfterValidator(_storable)]
+Text = Annotated[str, AfterValidator(storable)]
 """A string heard stores or writes: every string field of a request is one."""
 
 

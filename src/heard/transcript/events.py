@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
 from heard.errors import EventLogError
 
@@ -57,15 +57,19 @@ class TranscriptEvent:
 @cache
 def _event_model() -> type[BaseModel]:
     """The validating model of one event, built on first use: pydantic costs a CLI's start-up."""
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+    from heard.storable import MAX_NAME_CHARS, storable
+
+    Text = Annotated[str, AfterValidator(storable)]  # a final becomes evidence: storable text
 
     class EventModel(BaseModel):
         model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
         t_ms: int = Field(ge=0)
         type: Literal["partial", "final"]
-        text: str
-        speaker: str = Field(default=DEFAULT_SPEAKER, min_length=1)
+        text: Text
+        speaker: Text = Field(default=DEFAULT_SPEAKER, min_length=1, max_length=MAX_NAME_CHARS)
 
     return EventModel
 
@@ -76,6 +80,9 @@ def _describe(error: ValidationError) -> str:
         field = ".".join(str(p) for p in e["loc"]) or "event"
         if e["type"] == "missing":
             parts.append(f"missing field {field!r}")
+        elif isinstance(e.get("input"), str):
+            # never the text itself: this message is logged, and the text is the user's
+            parts.append(f"field {field!r}: {e['msg']} (a string of {len(e['input'])} characters)")
         else:
             parts.append(f"field {field!r}: {e['msg']} (got {e.get('input')!r})")
     return "; ".join(parts)
