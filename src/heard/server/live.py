@@ -27,6 +27,14 @@ The server answers with JSON messages:
 A malformed frame closes the connection with 1007, text no store can keep (a NUL, a lone
 surrogate, a speaker over 200 characters) too, naming the field; an oversize frame (over
 64 KiB) with 1009; each is logged without the frame's text, and no other connection notices.
+
+No connection can starve the others. Frames are read one at a time (the next only once the
+last is handled, so what waits is bounded by the socket and uvicorn's queue of 32 frames);
+each connection may send 100 transcript events a second (bursts of 400) and twice real time
+of audio (bursts of 10 s): beyond that it gets ``{"type": "error", "detail": ...}`` and a
+close with 1008. Recognition, recall and storing run in worker threads; what stays on the
+event loop per event (parsing, one stabilizer step) is bounded by that rate. A client that
+does not take its messages (one waits over 10 s, or 1,000 pile up) is closed with 1008.
 """
 
 from __future__ import annotations
@@ -69,6 +77,16 @@ __all__ = ["MAX_FRAME_BYTES", "mount_live"]
 log = logging.getLogger("heard.server.live")
 
 MAX_FRAME_BYTES = 64 * 1024
+EVENTS_PER_S, EVENT_BURST = 100, 400
+"""Transcript events a connection may send: 100 a second, bursts of 400 (a recognizer sends
+a partial every 100-500 ms per speaker)."""
+AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
+"""PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
+of 10 s."""
+OUTBOX_LIMIT = 1000
+"""Messages waiting for a client: one that lets more pile up is not reading, and is closed."""
+SEND_TIMEOUT_S = 10.0
+"""How long one message may wait for the client to take it before the client is closed."""
 CLOSE_UNSUPPORTED = 1003
 CLOSE_INVALID = 1007
 CLOSE_POLICY = 1008
@@ -104,7 +122,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
             owner=user.owner,
             lock=memory.lock,
         )
-        outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        outbox = _Outbox()
 
         def on_context(context: PreparedContext) -> None:
             outbox.put_nowait({"type": "context", **context.to_dict()})
@@ -156,21 +174,79 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
 
         async def send_all() -> None:
             while (message := await outbox.get()) is not None:
-                await websocket.send_json(message)
+                try:
+                    await asyncio.wait_for(websocket.send_json(message), SEND_TIMEOUT_S)
+                except TimeoutError:
+                    outbox.stuck.set()
+                    return
 
         sender = asyncio.create_task(send_all())
+        receiving = asyncio.create_task(
+            _receive(websocket, conversation, outbox, outgoing, user.name, connection)
+        )
+        stuck = asyncio.create_task(outbox.stuck.wait())
         close: tuple[int, str] | None = None
         try:
-            close = await _receive(websocket, conversation, outbox, outgoing, user.name, connection)
+            await asyncio.wait({receiving, stuck}, return_when=asyncio.FIRST_COMPLETED)
+            if receiving.done():
+                close = receiving.result()
+            else:  # the client does not take its messages: it is closed, nobody waits on it
+                receiving.cancel()
+                with contextlib.suppress(BaseException):
+                    await receiving
+                log.warning("live %s (%s): not reading its messages, closed", connection,
+                            user.name)  # fmt: skip
+                close = CLOSE_POLICY, "not reading: messages waited too long or piled up"
         finally:
+            stuck.cancel()
+            if not receiving.done():
+                receiving.cancel()
             await conversation.join()
             await conversation.settle_captions()
-            outbox.put_nowait(None)
-            with contextlib.suppress(Exception):
+            if outbox.stuck.is_set():
+                sender.cancel()
+            else:
+                outbox.put_nowait(None)
+            with contextlib.suppress(BaseException):
                 await sender
             if close is not None:
                 with contextlib.suppress(Exception):
-                    await websocket.close(code=close[0], reason=close[1])
+                    await asyncio.wait_for(
+                        websocket.close(code=close[0], reason=close[1]), SEND_TIMEOUT_S
+                    )
+
+
+class _Outbox(asyncio.Queue[dict[str, Any] | None]):
+    """Messages on their way to the client, at most OUTBOX_LIMIT: when more pile up the
+    client is not reading, ``stuck`` is set and further messages are dropped."""
+
+    def __init__(self) -> None:
+        super().__init__(maxsize=OUTBOX_LIMIT)
+        self.stuck = asyncio.Event()
+
+    def put_nowait(self, item: dict[str, Any] | None) -> None:
+        try:
+            super().put_nowait(item)
+        except asyncio.QueueFull:
+            self.stuck.set()
+
+
+class _Bucket:
+    """A token bucket: ``per_s`` tokens a second, at most ``burst`` saved up."""
+
+    def __init__(self, per_s: float, burst: float) -> None:
+        self.per_s, self.burst = per_s, burst
+        self.tokens = burst
+        self.at = time.monotonic()
+
+    def take(self, n: float) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
+        self.at = now
+        if self.tokens < n:
+            return False
+        self.tokens -= n
+        return True
 
 
 class _Releases:
@@ -340,6 +416,19 @@ async def _receive(
     audio: _Audio | None = None
     speaker = websocket.query_params.get("speaker", "you")[:200] or "you"
     number = 0
+    events, pcm = _Bucket(EVENTS_PER_S, EVENT_BURST), _Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST)
+
+    def too_fast(what: str) -> tuple[int, str]:
+        log.warning("live %s (%s): over the rate limit for %s at frame %d", connection, user,
+                    what, number)  # fmt: skip
+        limit = (
+            f"{EVENTS_PER_S} events/s (bursts of {EVENT_BURST})" if what == "events"
+            else f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
+        )  # fmt: skip
+        detail = f"over the rate limit of {limit}; closing"
+        outbox.put_nowait({"type": "error", "detail": detail})
+        return CLOSE_POLICY, f"frame {number}: {detail}"[:120]
+
     try:
         while True:
             try:
@@ -361,6 +450,8 @@ async def _receive(
                     MAX_FRAME_BYTES,
                 )
                 return CLOSE_TOO_BIG, f"frame {number} is over {MAX_FRAME_BYTES} bytes"
+            if not (events.take(1) if raw is not None else pcm.take(len(data or b""))):
+                return too_fast("events" if raw is not None else "audio")
             if raw is None:
                 if not data or len(data) % 2:
                     log.warning("live %s (%s): frame %d is not PCM16", connection, user, number)

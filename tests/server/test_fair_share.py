@@ -1,0 +1,163 @@
+"""No client starves another: over a real uvicorn server, a flooder is stopped by its rate
+limit while another user's REST calls and live captions go on, and a client that does not
+read its messages is closed. (How much the flood slows the others is measured, not asserted:
+bench/serve.py.)"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+import heard.server.live as live_module
+from heard.server.app import ServerSettings, create_app
+from heard.store.database import Database
+from heard.store.users import add_user
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """A real server in a thread of this process: its base URL and two users' tokens."""
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", workspaces=tmp_path / "memory"))
+    _, flooder = add_user(db, "flooder")
+    _, other = add_user(db, "other")
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"127.0.0.1:{port}", flooder, other
+    server.should_exit = True
+    thread.join(timeout=20)
+    db.dispose()
+
+
+def partial(i: int, text: str = "") -> str:
+    return json.dumps({"t_ms": i, "type": "partial", "text": text or f"word {i} and more"})
+
+
+def test_a_flooder_is_stopped_while_others_are_served(served: tuple[str, str, str]) -> None:
+    host, flooder_token, other_token = served
+    other = {"Authorization": f"Bearer {other_token}"}
+    with httpx.Client(base_url=f"http://{host}", headers=other, timeout=30) as rest:
+        stored = rest.post(
+            "/v1/memory/evidence",
+            json={
+                "utterances": [
+                    {"id": "d1", "speaker": "Maya", "text": "The Lisbon office opens in April."}
+                ]
+            },
+        )
+        assert stored.status_code == 201
+        closed: list[ConnectionClosed] = []
+
+        def flood() -> None:
+            # as a browser's socket does, its library takes in what comes (it just never looks)
+            with connect(f"ws://{host}/v1/live?token={flooder_token}", max_queue=None) as ws:
+                try:
+                    for i in range(100_000):  # as fast as it can, never reading
+                        ws.send(partial(i))
+                except ConnectionClosed as e:
+                    closed.append(e)
+
+        flooding = threading.Thread(target=flood)
+        flooding.start()
+        answered = []
+        while flooding.is_alive() or len(answered) < 10:
+            answered.append(rest.post("/v1/memory/recall", json={"query": "Lisbon office"}))
+        flooding.join(timeout=60)
+        with connect(f"ws://{host}/v1/live?token={other_token}") as ws:
+            for i, text in enumerate(
+                ["when does", "when does the Lisbon", "when does the Lisbon office"]
+            ):
+                ws.send(json.dumps({"t_ms": 300 * i, "type": "partial", "text": text}))
+                assert json.loads(ws.recv(timeout=30))["type"] == "hypothesis"
+    assert all(r.status_code == 200 and r.json()[0]["id"] == "d1" for r in answered)
+    assert len(closed) == 1
+    assert closed[0].rcvd is not None
+    assert closed[0].rcvd.code == 1008
+    assert "rate limit" in closed[0].rcvd.reason
+
+
+class SilentSocket:
+    """A WebSocket client that never reads a byte: the handshake, then masked text frames
+    over a socket with a small receive buffer."""
+
+    def __init__(self, host: str, path: str) -> None:
+        address, port = host.split(":")
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.connect((address, int(port)))
+        self.sock.settimeout(5)  # a server that stops reading it must not hang the test
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            reply += self.sock.recv(1)  # the handshake's reply, and nothing after it
+        assert reply.startswith(b"HTTP/1.1 101"), reply
+
+    def send(self, text: str) -> None:
+        payload = text.encode()
+        mask = os.urandom(4)
+        n = len(payload)
+        size = bytes([0x80 | n]) if n < 126 else (
+            bytes([0x80 | 126]) + n.to_bytes(2, "big") if n < 65536
+            else bytes([0x80 | 127]) + n.to_bytes(8, "big")
+        )  # fmt: skip
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(b"\x81" + size + mask + masked)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_client_that_does_not_read_is_closed(
+    served: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(live_module, "SEND_TIMEOUT_S", 1.0)
+    caplog.set_level(logging.WARNING, "heard.server.live")
+    host, token, other_token = served
+    silent = SilentSocket(host, f"/v1/live?token={token}")
+    big = "x" * 30_000  # one word: cheap to stabilize, 30 KB to send back
+    deadline = time.monotonic() + 60
+    try:
+        i = 0
+        while "not reading its messages, closed" not in caplog.text:
+            assert time.monotonic() < deadline, "a client that does not read was kept"
+            with contextlib.suppress(OSError):  # once closed, its sends may fail
+                silent.send(partial(i, f"{big}{i}"))
+            i += 1
+            time.sleep(0.02)  # within the rate limit
+    finally:
+        silent.close()
+    # and everyone else is served as before
+    with connect(f"ws://{host}/v1/live?token={other_token}") as ws:
+        ws.send(partial(0, "still here"))
+        assert json.loads(ws.recv(timeout=30))["type"] == "hypothesis"
