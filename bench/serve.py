@@ -13,7 +13,12 @@ recognizer as the server runs it (100 ms pieces, as fast as it can decode), agai
 raw faster-whisper transcribing the same audio once, side by side: compute real-time
 factors (compute seconds / audio seconds).
 
+``--abuse`` measures instead what one client's misbehaviour costs the others (a flooder, 50
+live clients, 30 clients of recall and writes, beside another user's REST recall; see
+bench/abuse.py); ``--src DIR`` runs that server from another checkout's src/ (an older commit).
+
 Usage: python bench/serve.py [--conversations 16] [--turns 20] [--partial-ms 150] [--json]
+       python bench/serve.py --abuse [--src DIR] [--json]
 """
 
 from __future__ import annotations
@@ -173,7 +178,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--partial-ms", type=int, default=150)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--abuse", action="store_true", help="the abuse scenarios instead")
+    parser.add_argument("--src", type=Path, help="with --abuse: the server's src/ folder")
     args = parser.parse_args(argv)
+    if args.abuse:
+        import abuse
+
+        return abuse.main([*(["--src", str(args.src)] if args.src else []),
+                           *(["--json"] if args.json else [])])  # fmt: skip
     result = {
         "load": run_load(args.conversations, args.turns, args.partial_ms),
         "audio": run_audio(),

@@ -171,3 +171,11 @@ def test_heard_commits_no_later_and_no_worse_than_local_agreement() -> None:
         assert heard["p50_ms"] <= peer["p50_ms"], name
         assert 0.8 <= heard["precision"] <= 1.0
     assert by[("all five", "heard")]["wer"] <= by[("all five", "LocalAgreement-2")]["wer"]
+
+
+def test_abuse_benchmark_sees_the_flooder_closed_and_everyone_served() -> None:
+    result = load("abuse").run(None, live=5, writers=3, seconds=2.0, turns=1)
+    assert result["flooder"]["closed_with"] == 1008
+    for scenario in ("idle", "during_flood", "after_flood", "beside_50_live",
+                     "30_recall_and_write"):  # fmt: skip
+        assert result[scenario]["n"] > 0, scenario

@@ -1,0 +1,235 @@
+"""heard serve under abuse: what one client's misbehaviour costs everyone else.
+
+A real ``heard serve`` (uvicorn, SQLite) in its own process; ``--src DIR`` runs the server
+from another checkout's ``src/`` (to measure an older commit beside this one). Another
+user's REST recall is timed, one request after another:
+
+* idle: nothing else happens;
+* flood: one client sends transcript events as fast as it can for up to 10 s and never
+  looks at the replies (its library takes them in, as a browser's does); also the 5 s after
+  it stops (the backlog);
+* 50 live clients: 50 users stream LoCoMo turns at a normal pace (a partial every 150 ms);
+* 30 clients of recall and writes: 30 users, each alternating a recall and a one-utterance
+  evidence write for 10 s: throughput, p95, p99 (the timed user is not needed here).
+
+Called by bench/serve.py --abuse. Usage: python bench/abuse.py [--src DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+from heard.release.cadence import nearest_rank
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from locomo import conversations, turns_of  # noqa: E402
+
+UTTERANCES = [
+    {"id": f"d{i}", "speaker": t["speaker"], "text": t["text"], "session": t["session"]}
+    for i, t in enumerate(turns_of(conversations()[0])[:300])
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serving(src: Path | None, users: list[str]) -> Iterator[tuple[str, dict[str, str]]]:
+    """A heard serve process (from ``src`` when given); its base URL and each user's token."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp}/serve.db", "HEARD_DENSE": "0"}
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        heard = [sys.executable, "-m", "heard"]
+        tokens = {}
+        for name in users:
+            added = subprocess.run([*heard, "users", "add", name], env=env, capture_output=True,
+                                   text=True, check=True)  # fmt: skip
+            tokens[name] = added.stdout.strip()
+        port = _free_port()
+        server = subprocess.Popen(
+            [*heard, "serve", "--port", str(port), "--uploads", tmp],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            yield f"127.0.0.1:{port}", tokens
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+def recalls(host: str, token: str, until: threading.Event | float) -> list[float]:
+    """Recall after recall until ``until`` is set (or that many seconds pass): each in ms."""
+    out: list[float] = []
+    end = time.monotonic() + until if isinstance(until, float) else None
+    with httpx.Client(base_url=f"http://{host}", timeout=120,
+                      headers={"Authorization": f"Bearer {token}"}) as client:  # fmt: skip
+        while not (until.is_set() if end is None else time.monotonic() >= end):  # type: ignore[union-attr]
+            started = time.perf_counter()
+            client.post("/v1/memory/recall", json={"query": "what did she paint last year"})
+            out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def summary(ms: list[float]) -> dict[str, float]:
+    return {
+        "n": len(ms),
+        **{f"p{q}_ms": round(nearest_rank(ms, q), 1) for q in (50, 95, 99)},
+    }
+
+
+async def flood(host: str, token: str, seconds: float) -> dict[str, Any]:
+    sent, code = 0, None
+    end = time.monotonic() + seconds
+    async with websockets.connect(f"ws://{host}/v1/live?token={token}", max_size=None,
+                                  max_queue=None) as ws:  # fmt: skip
+        try:
+            while time.monotonic() < end:
+                await ws.send(json.dumps({"t_ms": sent, "type": "partial", "text": f"w {sent}"}))
+                sent += 1
+                if sent % 100 == 0:
+                    await asyncio.sleep(0)
+        except websockets.ConnectionClosed as e:
+            code = e.rcvd.code if e.rcvd else None
+    return {"frames_sent": sent, "closed_with": code}
+
+
+async def live_client(host: str, token: str, turns: list[dict[str, Any]]) -> None:
+    async with websockets.connect(f"ws://{host}/v1/live?token={token}", max_size=None) as ws:
+        t = 0
+        for turn in turns:
+            words = turn["text"].split()
+            for n in range(1, len(words) + 1):
+                await ws.send(json.dumps({"t_ms": t, "type": "partial",
+                                          "text": " ".join(words[:n])}))  # fmt: skip
+                await ws.recv()
+                t += 150
+                await asyncio.sleep(0.15)
+
+
+def _background(coro: Any) -> tuple[threading.Event, list[Any]]:
+    """Run ``coro`` in a thread of its own; an event set when it is done, and its result."""
+    result: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            result.append(asyncio.run(coro))
+        finally:
+            done.set()
+
+    threading.Thread(target=run).start()
+    return done, result
+
+
+def run(
+    src: Path | None, *, live: int = 50, writers: int = 30, seconds: float = 10.0, turns: int = 4
+) -> dict[str, Any]:
+    """The scenarios: ``live`` clients streaming ``turns`` turns, ``writers`` clients of recall
+    and writes, a flood of up to ``seconds`` (idle and after-flood windows: half that)."""
+    users = ["timed", "flooder", *(f"live{i}" for i in range(live)),
+             *(f"rw{i}" for i in range(writers))]  # fmt: skip
+    out: dict[str, Any] = {}
+    with serving(src, users) as (host, tokens):
+        with httpx.Client(base_url=f"http://{host}", timeout=120) as client:
+            for name in ("timed", *(f"rw{i}" for i in range(writers))):
+                client.post("/v1/memory/evidence", json={"utterances": UTTERANCES},
+                            headers={"Authorization": f"Bearer {tokens[name]}"})  # fmt: skip
+        out["idle"] = summary(recalls(host, tokens["timed"], seconds / 2))
+
+        done, flooded = _background(flood(host, tokens["flooder"], seconds))
+        out["during_flood"] = summary(recalls(host, tokens["timed"], done))
+        out["after_flood"] = summary(recalls(host, tokens["timed"], seconds / 2))
+        out["flooder"] = flooded[0] if flooded else {}
+
+        spoken = turns_of(conversations()[1])[:turns]
+
+        async def everyone() -> None:
+            await asyncio.gather(
+                *(live_client(host, tokens[f"live{i}"], spoken) for i in range(live))
+            )
+
+        done, _ = _background(everyone())
+        out["beside_50_live"] = summary(recalls(host, tokens["timed"], done))
+
+        latencies: list[float] = []
+        lock = threading.Lock()
+
+        def mixed(name: str) -> None:
+            mine: list[float] = []
+            end = time.monotonic() + seconds
+            auth = {"Authorization": f"Bearer {tokens[name]}"}
+            with httpx.Client(base_url=f"http://{host}", timeout=120, headers=auth) as c:
+                i = 0
+                while time.monotonic() < end:
+                    started = time.perf_counter()
+                    if i % 2:
+                        c.post(
+                            "/v1/memory/evidence",
+                            json={
+                                "utterances": [
+                                    {"id": f"w{i}", "speaker": "ana", "text": f"note number {i}"}
+                                ]
+                            },
+                        )
+                    else:
+                        c.post("/v1/memory/recall", json={"query": "note number"})
+                    mine.append((time.perf_counter() - started) * 1000)
+                    i += 1
+            with lock:
+                latencies.extend(mine)
+
+        started = time.perf_counter()
+        workers = [threading.Thread(target=mixed, args=(f"rw{i}",)) for i in range(writers)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        per_s = round(len(latencies) / (time.perf_counter() - started))
+        out["30_recall_and_write"] = {**summary(latencies), "per_s": per_s}
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--src", type=Path, help="run the server from this src/ folder")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    result = run(args.src)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return result
+    for name, row in result.items():
+        print(f"{name:<22} {row}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
