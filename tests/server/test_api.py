@@ -470,7 +470,7 @@ def test_live_context_comes_only_from_the_users_own_memory(server) -> None:  # t
 
 
 def test_the_pacer_widens_steps_only_after_repeated_slow_ones() -> None:
-    from heard.server.live import Pacer
+    from heard.live.microphone import Pacer
 
     pacer = Pacer(chunk_ms=1000, max_ms=4000)
     assert pacer.observe(0.5, 1.0) is None  # keeping up

@@ -45,15 +45,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 
-from heard.asr.audio import SAMPLE_RATE
-from heard.asr.streaming import Decoded, StreamingRecognizer
 from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
+from heard.live.microphone import Microphone
 from heard.live.retriever import MemoryRetriever
 from heard.llm.providers import provider_from_env
 from heard.memory.evidence import Evidence
@@ -274,110 +272,6 @@ class _Releases:
         self.held = None
 
 
-class Pacer:
-    """When to decode less often: after ``patience`` steps in a row that took longer than the
-    audio they covered, double the step (up to ``max_ms``). Returns the new step, or None."""
-
-    def __init__(self, chunk_ms: int = 1000, max_ms: int = 4000, patience: int = 2) -> None:
-        self.chunk_ms, self.max_ms, self.patience = chunk_ms, max_ms, patience
-        self.slow_steps = 0
-        self.last_rtf = 0.0
-
-    def observe(self, spent_s: float, covered_s: float) -> int | None:
-        self.last_rtf = spent_s / max(covered_s, 1e-3)
-        self.slow_steps = self.slow_steps + 1 if self.last_rtf > 1.0 else 0
-        if self.slow_steps < self.patience or self.chunk_ms >= self.max_ms:
-            return None
-        self.slow_steps = 0
-        self.chunk_ms = min(self.max_ms, self.chunk_ms * 2)
-        return self.chunk_ms
-
-
-class _Audio:
-    """One connection's microphone: PCM in, recognizer steps in a worker thread, events out."""
-
-    def __init__(
-        self,
-        conversation: Conversation,
-        outgoing: _Releases,
-        emit: Callable[[TranscriptStep, TranscriptEvent], None],
-        outbox: asyncio.Queue[dict[str, Any] | None],
-        speaker: str,
-    ) -> None:
-        self.conversation = conversation
-        self.outgoing = outgoing
-        self.emit = emit
-        self.outbox = outbox
-        self.speaker = speaker
-        self.pending = bytearray()
-        self.received = 0  # samples
-        self._recognizer: StreamingRecognizer | None = None
-        self._wake = asyncio.Event()
-        self._ending = False
-        self._closing = False
-        self._pacer = Pacer()
-        self._task = asyncio.create_task(self._run())
-
-    def add(self, pcm: bytes) -> None:
-        self.pending += pcm
-        self._wake.set()
-
-    def end(self) -> None:
-        self._ending = True
-        self._wake.set()
-
-    async def close(self) -> None:
-        """Decode what is left, then stop."""
-        self._closing = True
-        self.end()
-        await self._task
-
-    async def _run(self) -> None:
-        import numpy as np
-
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if self.pending:
-                pcm, self.pending = bytes(self.pending), bytearray()
-                samples = (np.frombuffer(pcm, dtype="<i2") / 32768).astype(np.float32)
-                self.received += len(samples)
-                if self._recognizer is None:
-                    self._recognizer = await asyncio.to_thread(
-                        StreamingRecognizer, speaker=self.speaker
-                    )
-                decoded_before = self._recognizer.decoded_to
-                started = time.perf_counter()
-                found = await asyncio.to_thread(self._recognizer.push, samples)
-                spent = time.perf_counter() - started
-                if self._recognizer.decoded_to != decoded_before:
-                    # a step ran: did it take longer than the audio that arrived since the last?
-                    covered = (self._recognizer.decoded_to - decoded_before) / SAMPLE_RATE
-                    await self._pace(spent, covered)
-                await self._feed(found)
-            if self._ending and not self.pending:
-                if self._recognizer is not None:
-                    await self._feed(await asyncio.to_thread(self._recognizer.finish))
-                self._ending = False
-                if self._closing:
-                    return
-
-    async def _pace(self, spent_s: float, covered_s: float) -> None:
-        assert self._recognizer is not None
-        wider = self._pacer.observe(spent_s, covered_s)
-        if wider is not None:
-            self._recognizer.chunk_ms = wider
-            self.outbox.put_nowait(
-                {"type": "degraded", "chunk_ms": wider, "rtf": round(self._pacer.last_rtf, 2)}
-            )
-
-    async def _feed(self, found: list[Decoded]) -> None:
-        t_ms = self.received * 1000 // SAMPLE_RATE
-        for d in found:
-            event = TranscriptEvent(t_ms, d.kind, d.text, self.speaker)
-            self.emit(await self.outgoing.feed(self.conversation, event), event)
-
-
 def _is_end(raw: str) -> bool:
     """``{"type": "end"}``, however it is spaced."""
     if '"end"' not in raw:
@@ -413,7 +307,7 @@ async def _receive(
         )
         outgoing.flush()
 
-    audio: _Audio | None = None
+    audio: Microphone | None = None
     speaker = websocket.query_params.get("speaker", "you")[:200] or "you"
     number = 0
     events, pcm = _Bucket(EVENTS_PER_S, EVENT_BURST), _Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST)
@@ -460,7 +354,14 @@ async def _receive(
                         f"frame {number}: audio must be PCM16 (an even number of bytes)",
                     )
                 if audio is None:
-                    audio = _Audio(conversation, outgoing, emit, outbox, speaker)
+
+                    async def hear(event: TranscriptEvent) -> None:
+                        emit(await outgoing.feed(conversation, event), event)
+
+                    def degraded(chunk_ms: int, rtf: float) -> None:
+                        outbox.put_nowait({"type": "degraded", "chunk_ms": chunk_ms, "rtf": rtf})
+
+                    audio = Microphone(speaker, hear, degraded)
                 audio.add(data)
                 continue
             if _is_end(raw):

@@ -1,0 +1,118 @@
+"""A live microphone: PCM16 in, transcript events out, decoding never falling behind for long.
+
+The streaming recognizer runs in a worker thread, one step at a time, on whatever audio has
+arrived; each decoded partial or final is handed on as a transcript event. When steps take
+longer than the audio they cover, the ``Pacer`` widens them (up to 4 s): fewer, longer
+decodes, told to the caller, instead of a lag that grows without end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from heard.asr.audio import SAMPLE_RATE
+from heard.asr.streaming import Decoded, StreamingRecognizer
+from heard.transcript.events import TranscriptEvent
+
+__all__ = ["Microphone", "Pacer"]
+
+
+class Pacer:
+    """When to decode less often: after ``patience`` steps in a row that took longer than the
+    audio they covered, double the step (up to ``max_ms``). Returns the new step, or None."""
+
+    def __init__(self, chunk_ms: int = 1000, max_ms: int = 4000, patience: int = 2) -> None:
+        self.chunk_ms, self.max_ms, self.patience = chunk_ms, max_ms, patience
+        self.slow_steps = 0
+        self.last_rtf = 0.0
+
+    def observe(self, spent_s: float, covered_s: float) -> int | None:
+        self.last_rtf = spent_s / max(covered_s, 1e-3)
+        self.slow_steps = self.slow_steps + 1 if self.last_rtf > 1.0 else 0
+        if self.slow_steps < self.patience or self.chunk_ms >= self.max_ms:
+            return None
+        self.slow_steps = 0
+        self.chunk_ms = min(self.max_ms, self.chunk_ms * 2)
+        return self.chunk_ms
+
+
+class Microphone:
+    """One speaker's audio: ``add`` PCM16 (16 kHz mono, little-endian) as it arrives, ``end``
+    to flush the last final, ``close`` to decode what is left and stop. Each decoded event
+    goes to ``on_event``, in order; ``on_degraded(chunk_ms, rtf)`` says the steps widened."""
+
+    def __init__(
+        self,
+        speaker: str,
+        on_event: Callable[[TranscriptEvent], Awaitable[None]],
+        on_degraded: Callable[[int, float], None],
+    ) -> None:
+        self.speaker = speaker
+        self.on_event = on_event
+        self.on_degraded = on_degraded
+        self.pending = bytearray()
+        self.received = 0  # samples
+        self._recognizer: StreamingRecognizer | None = None
+        self._wake = asyncio.Event()
+        self._ending = False
+        self._closing = False
+        self._pacer = Pacer()
+        self._task = asyncio.create_task(self._run())
+
+    def add(self, pcm: bytes) -> None:
+        self.pending += pcm
+        self._wake.set()
+
+    def end(self) -> None:
+        self._ending = True
+        self._wake.set()
+
+    async def close(self) -> None:
+        """Decode what is left, then stop."""
+        self._closing = True
+        self.end()
+        await self._task
+
+    async def _run(self) -> None:
+        import numpy as np
+
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self.pending:
+                pcm, self.pending = bytes(self.pending), bytearray()
+                samples = (np.frombuffer(pcm, dtype="<i2") / 32768).astype(np.float32)
+                self.received += len(samples)
+                if self._recognizer is None:
+                    self._recognizer = await asyncio.to_thread(
+                        StreamingRecognizer, speaker=self.speaker
+                    )
+                decoded_before = self._recognizer.decoded_to
+                started = time.perf_counter()
+                found = await asyncio.to_thread(self._recognizer.push, samples)
+                spent = time.perf_counter() - started
+                if self._recognizer.decoded_to != decoded_before:
+                    # a step ran: did it take longer than the audio that arrived since the last?
+                    covered = (self._recognizer.decoded_to - decoded_before) / SAMPLE_RATE
+                    self._pace(spent, covered)
+                await self._hand_on(found)
+            if self._ending and not self.pending:
+                if self._recognizer is not None:
+                    await self._hand_on(await asyncio.to_thread(self._recognizer.finish))
+                self._ending = False
+                if self._closing:
+                    return
+
+    def _pace(self, spent_s: float, covered_s: float) -> None:
+        assert self._recognizer is not None
+        wider = self._pacer.observe(spent_s, covered_s)
+        if wider is not None:
+            self._recognizer.chunk_ms = wider
+            self.on_degraded(wider, round(self._pacer.last_rtf, 2))
+
+    async def _hand_on(self, found: list[Decoded]) -> None:
+        t_ms = self.received * 1000 // SAMPLE_RATE
+        for d in found:
+            await self.on_event(TranscriptEvent(t_ms, d.kind, d.text, self.speaker))
