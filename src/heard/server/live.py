@@ -45,7 +45,7 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 
@@ -62,6 +62,17 @@ from heard.release.translation import (
     TranslatedUnit,
     TranslationQueue,
     Translator,
+)
+from heard.server.messages import (
+    Context,
+    Degraded,
+    End,
+    Error,
+    Final,
+    Hypothesis,
+    LiveMessage,
+    Release,
+    Translation,
 )
 from heard.store.users import authenticate
 from heard.transcript.events import TranscriptEvent, parse_event
@@ -123,18 +134,17 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         outbox = _Outbox()
 
         def on_context(context: PreparedContext) -> None:
-            outbox.put_nowait({"type": "context", **context.to_dict()})
+            outbox.put_nowait(Context.model_validate(context.to_dict()))
 
         def on_remembered(turn: str, evidence: Evidence, problem: str | None) -> None:
             # a final is acknowledged once it is stored, or the client hears it was not
             if problem is None:
-                outbox.put_nowait({"type": "final", "speaker": evidence.speaker, "turn": turn,
-                                   "text": evidence.text})  # fmt: skip
+                outbox.put_nowait(Final(speaker=evidence.speaker, turn=turn, text=evidence.text))
                 return
             log.error("live %s (%s): final of turn %s not stored (%s)", connection, user.name,
                       turn, problem.split(":")[0])  # fmt: skip
-            outbox.put_nowait({"type": "error", "turn": turn, "speaker": evidence.speaker,
-                               "detail": "the final was not stored; send it again"})  # fmt: skip
+            outbox.put_nowait(Error(turn=turn, speaker=evidence.speaker,
+                                    detail="the final was not stored; send it again"))  # fmt: skip
 
         outgoing = _Releases(outbox)
         target = websocket.query_params.get("translate", "")[:10]
@@ -147,16 +157,10 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
 
             def on_translated(done: TranslatedUnit) -> None:
                 outbox.put_nowait(
-                    {
-                        "type": "translation",
-                        "speaker": done.unit.speaker,
-                        "text": done.unit.text,
-                        "translation": done.translation,
-                        "target": target,
-                        "translator": done.translator,
-                        "error": done.error,
-                    }
-                )
+                    Translation(speaker=done.unit.speaker, text=done.unit.text,
+                                translation=done.translation, target=target,
+                                translator=done.translator, error=done.error)
+                )  # fmt: skip
 
             translations = TranslationQueue(translator, target=target, on_translated=on_translated)
 
@@ -173,7 +177,9 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         async def send_all() -> None:
             while (message := await outbox.get()) is not None:
                 try:
-                    await asyncio.wait_for(websocket.send_json(message), SEND_TIMEOUT_S)
+                    await asyncio.wait_for(
+                        websocket.send_text(message.model_dump_json()), SEND_TIMEOUT_S
+                    )
                 except TimeoutError:
                     outbox.stuck.set()
                     return
@@ -214,7 +220,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
                     )
 
 
-class _Outbox(asyncio.Queue[dict[str, Any] | None]):
+class _Outbox(asyncio.Queue[LiveMessage | None]):
     """Messages on their way to the client, at most OUTBOX_LIMIT: when more pile up the
     client is not reading, ``stuck`` is set and further messages are dropped."""
 
@@ -222,7 +228,7 @@ class _Outbox(asyncio.Queue[dict[str, Any] | None]):
         super().__init__(maxsize=OUTBOX_LIMIT)
         self.stuck = asyncio.Event()
 
-    def put_nowait(self, item: dict[str, Any] | None) -> None:
+    def put_nowait(self, item: LiveMessage | None) -> None:
         try:
             super().put_nowait(item)
         except asyncio.QueueFull:
@@ -251,12 +257,12 @@ class _Releases:
     """Caption units on their way out: held while a step is fed (they follow the hypothesis
     that released them), sent at once when the captions' timer releases them."""
 
-    def __init__(self, outbox: asyncio.Queue[dict[str, Any] | None]) -> None:
+    def __init__(self, outbox: asyncio.Queue[LiveMessage | None]) -> None:
         self.outbox = outbox
-        self.held: list[dict[str, Any]] | None = None
+        self.held: list[LiveMessage] | None = None
 
     def release(self, unit: ReleaseUnit) -> None:
-        message = {"type": "release", **unit.to_dict()}
+        message = Release.model_validate(unit.to_dict())
         if self.held is not None:
             self.held.append(message)
         else:
@@ -286,7 +292,7 @@ def _is_end(raw: str) -> bool:
 async def _receive(
     websocket: WebSocket,
     conversation: Conversation,
-    outbox: asyncio.Queue[dict[str, Any] | None],
+    outbox: asyncio.Queue[LiveMessage | None],
     outgoing: _Releases,
     user: str,
     connection: str,
@@ -296,15 +302,9 @@ async def _receive(
     def emit(step: TranscriptStep, event: TranscriptEvent) -> None:
         h = step.hypothesis
         outbox.put_nowait(
-            {
-                "type": "hypothesis",
-                "speaker": step.speaker,
-                "turn": str(step.turn_id),
-                "stable": h.stable_prefix,
-                "unstable": h.unstable_suffix,
-                "t_ms": step.t_ms,
-            }
-        )
+            Hypothesis(speaker=step.speaker, turn=str(step.turn_id), stable=h.stable_prefix,
+                       unstable=h.unstable_suffix, t_ms=step.t_ms)
+        )  # fmt: skip
         outgoing.flush()
 
     audio: Microphone | None = None
@@ -320,7 +320,7 @@ async def _receive(
             else f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
         )  # fmt: skip
         detail = f"over the rate limit of {limit}; closing"
-        outbox.put_nowait({"type": "error", "detail": detail})
+        outbox.put_nowait(Error(detail=detail))
         return CLOSE_POLICY, f"frame {number}: {detail}"[:120]
 
     try:
@@ -359,7 +359,7 @@ async def _receive(
                         emit(await outgoing.feed(conversation, event), event)
 
                     def degraded(chunk_ms: int, rtf: float) -> None:
-                        outbox.put_nowait({"type": "degraded", "chunk_ms": chunk_ms, "rtf": rtf})
+                        outbox.put_nowait(Degraded(chunk_ms=chunk_ms, rtf=rtf))
 
                     audio = Microphone(speaker, hear, degraded)
                 audio.add(data)
@@ -367,7 +367,7 @@ async def _receive(
             if _is_end(raw):
                 if audio is not None:
                     audio.end()
-                outbox.put_nowait({"type": "end"})
+                outbox.put_nowait(End())
                 continue
             try:
                 event = parse_event(raw, "frame", number)
