@@ -93,6 +93,7 @@ def serve(
         list[str] | None,
         typer.Option(
             "--cors-origin",
+            metavar="ORIGIN",
             help="A web origin whose pages may call this server from a browser (repeatable; "
             "default: $HEARD_CORS_ORIGINS, else none).",
         ),
