@@ -350,6 +350,29 @@ def test_a_final_that_cannot_be_stored_is_an_error_not_an_ack(
     assert "end" in kinds  # the end frame is answered too
 
 
+@pytest.mark.asr
+def test_every_frame_gets_an_answer(server) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    token = alice["Authorization"].split()[1]
+    silence = b"\x00\x00" * 1600  # 100 ms
+    with client.websocket_connect(f"/v1/live?token={token}&speaker=ana") as ws:
+        answers = []
+        for _ in range(3):
+            ws.send_bytes(silence)
+            answers.append(ws.receive_json())
+        ws.send_text('{"type": "end"}')
+        answers.append(ws.receive_json())
+        ws.send_text(events((0, "partial", "hello there"))[0])
+        answers.append(ws.receive_json())
+    assert answers == [
+        {"type": "audio", "received_ms": 100},
+        {"type": "audio", "received_ms": 200},
+        {"type": "audio", "received_ms": 300},
+        {"type": "end"},
+        {**answers[4], "type": "hypothesis"},
+    ]
+
+
 def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-def]
     client, _, _ = server
     spec = client.get("/openapi.json").json()

@@ -19,7 +19,9 @@ The server answers with JSON messages:
 * ``{"type": "final", "speaker", "turn", "text"}``: the final, sent once it is stored as
   evidence (a recall made after it finds it); ``{"type": "error", "speaker", "turn",
   "detail"}`` instead when it could not be stored (logged, the connection goes on);
-* ``{"type": "end"}``: the answer to the client's ``{"type": "end"}``;
+* ``{"type": "audio", "received_ms"}``: the answer to each audio frame (the audio received so
+  far); ``{"type": "end"}``: the answer to the client's ``{"type": "end"}``. So every frame
+  gets an answer (or an error, or a close code);
 * with ``?translate=de``: ``{"type": "translation", "speaker", "text", "translation",
   "translator"}`` per release unit, in order (the LLM provider from the environment,
   or the identity translator, which says so in ``translator``).
@@ -49,6 +51,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 
+from heard.asr.audio import SAMPLE_RATE
 from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.microphone import Microphone
@@ -69,6 +72,7 @@ from heard.server.messages import (
     End,
     Error,
     Final,
+    Heard,
     Hypothesis,
     LiveMessage,
     Release,
@@ -311,6 +315,7 @@ async def _receive(
     speaker = websocket.query_params.get("speaker", "you")[:200] or "you"
     number = 0
     events, pcm = _Bucket(EVENTS_PER_S, EVENT_BURST), _Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST)
+    received = 0  # audio samples
 
     def too_fast(what: str) -> tuple[int, str]:
         log.warning("live %s (%s): over the rate limit for %s at frame %d", connection, user,
@@ -363,6 +368,8 @@ async def _receive(
 
                     audio = Microphone(speaker, hear, degraded)
                 audio.add(data)
+                received += len(data) // 2
+                outbox.put_nowait(Heard(received_ms=received * 1000 // SAMPLE_RATE))
                 continue
             if _is_end(raw):
                 if audio is not None:

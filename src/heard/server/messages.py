@@ -16,6 +16,7 @@ __all__ = [
     "End",
     "Error",
     "Final",
+    "Heard",
     "Hypothesis",
     "LiveMessage",
     "Release",
@@ -91,6 +92,13 @@ class Error(BaseModel):
     speaker: str | None = None
 
 
+class Heard(BaseModel):
+    """The answer to an audio frame: how much audio, in ms, this connection has received."""
+
+    type: Literal["audio"] = "audio"
+    received_ms: int
+
+
 class End(BaseModel):
     """The answer to the client's ``{"type": "end"}``."""
 
@@ -118,4 +126,4 @@ class Translation(BaseModel):
     error: str | None = None
 
 
-LiveMessage = Hypothesis | Release | Context | Final | Error | End | Degraded | Translation
+LiveMessage = Hypothesis | Release | Context | Final | Error | Heard | End | Degraded | Translation
