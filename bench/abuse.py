@@ -20,15 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,49 +34,12 @@ from heard.release.cadence import nearest_rank
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from locomo import conversations, turns_of  # noqa: E402
+from serve import serving  # noqa: E402
 
 UTTERANCES = [
     {"id": f"d{i}", "speaker": t["speaker"], "text": t["text"], "session": t["session"]}
     for i, t in enumerate(turns_of(conversations()[0])[:300])
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@contextmanager
-def serving(src: Path | None, users: list[str]) -> Iterator[tuple[str, dict[str, str]]]:
-    """A heard serve process (from ``src`` when given); its base URL and each user's token."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp}/serve.db", "HEARD_DENSE": "0"}
-        if src is not None:
-            env["PYTHONPATH"] = str(src)
-        heard = [sys.executable, "-m", "heard"]
-        tokens = {}
-        for name in users:
-            added = subprocess.run([*heard, "users", "add", name], env=env, capture_output=True,
-                                   text=True, check=True)  # fmt: skip
-            tokens[name] = added.stdout.strip()
-        port = _free_port()
-        server = subprocess.Popen(
-            [*heard, "serve", "--port", str(port), "--uploads", tmp],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-            yield f"127.0.0.1:{port}", tokens
-        finally:
-            server.terminate()
-            server.wait(30)
 
 
 def recalls(host: str, token: str, until: threading.Event | float) -> list[float]:
@@ -157,7 +114,7 @@ def run(
     users = ["timed", "flooder", *(f"live{i}" for i in range(live)),
              *(f"rw{i}" for i in range(writers))]  # fmt: skip
     out: dict[str, Any] = {}
-    with serving(src, users) as (host, tokens):
+    with serving(users, src) as (host, tokens, _):
         with httpx.Client(base_url=f"http://{host}", timeout=120) as client:
             for name in ("timed", *(f"rw{i}" for i in range(writers))):
                 client.post("/v1/memory/evidence", json={"utterances": UTTERANCES},

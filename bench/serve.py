@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,18 +93,24 @@ def free_port() -> int:
         return port
 
 
-def run_load(n: int, turns: int, partial_ms: int) -> dict[str, Any]:
-    data = conversations()
+@contextmanager
+def serving(users: list[str], src: Path | None = None) -> Iterator[tuple[str, dict[str, str], int]]:
+    """A ``heard serve`` process on SQLite (from the checkout ``src`` when given), with
+    ``users`` added; its ``host:port``, each user's token and its pid. Stopped when the block
+    ends."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp}/serve.db", "HEARD_DENSE": "0"}
-        tokens = []
-        for i in range(n):
-            added = subprocess.run([sys.executable, "-m", "heard", "users", "add", f"u{i}"],
-                                   env=env, capture_output=True, text=True, check=True)  # fmt: skip
-            tokens.append(added.stdout.strip())
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        heard = [sys.executable, "-m", "heard"]
+        tokens = {}
+        for name in users:
+            added = subprocess.run([*heard, "users", "add", name], env=env, capture_output=True,
+                                   text=True, check=True)  # fmt: skip
+            tokens[name] = added.stdout.strip()
         port = free_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "heard", "serve", "--port", str(port), "--uploads", tmp],
+            [*heard, "serve", "--port", str(port), "--uploads", tmp],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
@@ -112,21 +120,27 @@ def run_load(n: int, turns: int, partial_ms: int) -> dict[str, Any]:
                     break
                 except OSError:
                     time.sleep(0.1)
-            scripts = [script(data[i % len(data)], turns) for i in range(n)]
-            cpu0, wall0 = cpu_seconds(server.pid), time.perf_counter()
-
-            async def everyone() -> list[list[float]]:
-                return await asyncio.gather(*(
-                    converse(f"ws://127.0.0.1:{port}/v1/live?token={tokens[i]}", scripts[i],
-                             partial_ms / 1000)
-                    for i in range(n)
-                ))  # fmt: skip
-
-            results = asyncio.run(everyone())
-            cpu, wall = cpu_seconds(server.pid) - cpu0, time.perf_counter() - wall0
+            yield f"127.0.0.1:{port}", tokens, server.pid
         finally:
             server.terminate()
-            server.wait(20)
+            server.wait(30)
+
+
+def run_load(n: int, turns: int, partial_ms: int) -> dict[str, Any]:
+    data = conversations()
+    with serving([f"u{i}" for i in range(n)]) as (host, tokens, pid):
+        scripts = [script(data[i % len(data)], turns) for i in range(n)]
+        cpu0, wall0 = cpu_seconds(pid), time.perf_counter()
+
+        async def everyone() -> list[list[float]]:
+            return await asyncio.gather(*(
+                converse(f"ws://{host}/v1/live?token={tokens[f'u{i}']}", scripts[i],
+                         partial_ms / 1000)
+                for i in range(n)
+            ))  # fmt: skip
+
+        results = asyncio.run(everyone())
+        cpu, wall = cpu_seconds(pid) - cpu0, time.perf_counter() - wall0
     latencies = [ms for r in results for ms in r]
     return {
         "conversations": n,

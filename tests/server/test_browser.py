@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
-import threading
-import time
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
 from heard.store.users import add_user
 from tests.conftest import AUDIO, REPO
+from tests.server.threaded import serving
 
 pytestmark = [pytest.mark.asr, pytest.mark.system]
 
@@ -32,34 +30,15 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[tuple[str, str, Database]]:
-    import uvicorn
-
     db = Database(f"sqlite:///{tmp_path / 'heard.db'}")
     app = create_app(ServerSettings(db, tmp_path / "uploads"))
     _, token = add_user(db, "browser")
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}", token, db
+        with serving(app) as host:
+            yield f"http://{host}", token, db
     finally:
-        server.should_exit = True
-        thread.join(10)
         db.dispose()
 
 

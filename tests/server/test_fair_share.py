@@ -18,7 +18,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
@@ -26,33 +25,21 @@ import heard.server.live as live_module
 from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
 from heard.store.users import add_user
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.server.threaded import serving
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    """A real server in a thread of this process: its base URL and two users' tokens."""
+    """A real server in a thread of this process: its host:port and two users' tokens."""
     db = Database(f"sqlite:///{tmp_path / 'h.db'}")
     app = create_app(ServerSettings(db, tmp_path / "uploads", workspaces=tmp_path / "memory"))
     _, flooder = add_user(db, "flooder")
     _, other = add_user(db, "other")
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"127.0.0.1:{port}", flooder, other
-    server.should_exit = True
-    thread.join(timeout=20)
-    db.dispose()
+    try:
+        with serving(app) as host:
+            yield host, flooder, other
+    finally:
+        db.dispose()
 
 
 def partial(i: int, text: str = "") -> str:

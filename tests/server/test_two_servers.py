@@ -4,7 +4,6 @@ other recalls within a second, and one id posted to both is stored once."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,7 @@ import httpx
 
 from heard.store.database import Database
 from heard.store.users import add_user
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tests.server.threaded import free_port
 
 
 def start(url: str, uploads: Path, token: str) -> tuple[subprocess.Popen[bytes], str]:
