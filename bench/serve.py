@@ -169,9 +169,9 @@ def run_audio() -> dict[str, Any]:
     recognizer.finish()
     streaming = time.perf_counter() - started
 
-    from heard.asr.whisper import WhisperOptions, _load_model
+    from heard.asr.whisper import WhisperOptions, load_model
 
-    model = _load_model(WhisperOptions())
+    model = load_model(WhisperOptions()).whisper
     started = time.perf_counter()
     segments, _ = model.transcribe(samples, language="en", beam_size=1)
     list(segments)

@@ -12,7 +12,7 @@ from heard.errors import ProviderError
 from heard.llm import Provider, ToolCall, ToolSpec
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.release.translation import Translator
-from heard.speech import Segment
+from heard.speech import Segment, Transcription
 from heard.testing import (
     FakeClock,
     FakeTranscriber,
@@ -29,13 +29,15 @@ def test_fake_transcriber_is_a_transcriber_with_canned_segments_and_failures() -
     fake = FakeTranscriber({"a.wav": [Segment(0.0, 1.0, "hi")], "b.wav": RuntimeError("gpu")})
     assert isinstance(fake, Transcriber)
     progress: list[tuple[float, float]] = []
-    assert fake.transcribe("a.wav", on_progress=lambda d, t: progress.append((d, t))) == [
-        Segment(0.0, 1.0, "hi")
-    ]
+    heard = fake.transcribe("a.wav", on_progress=lambda d, t: progress.append((d, t)))
+    assert heard == Transcription((Segment(0.0, 1.0, "hi"),))
     assert progress == [(1.0, 1.0)]
     with pytest.raises(RuntimeError, match="gpu"):
         fake.transcribe("b.wav")
     assert fake.calls == ["a.wav", "b.wav"]
+    # a language asked for is the transcription's, given (no probability), as faster-whisper's
+    assert fake.transcribe("a.wav", language="es") == Transcription(heard.segments, "es", None)
+    assert fake.languages == [None, None, "es"]
 
 
 def test_scripted_provider_answers_in_turn_per_tool_and_fails_like_a_provider() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from heard.speech import Segment
+from heard.speech import Segment, Transcription
 
 
 def fake_segments(location: str) -> list[Segment]:
@@ -32,19 +32,25 @@ class RoutingTranscriber:
         audio: str | Path | Any,
         *,
         channel: int | None = None,
+        language: str | None = None,
         on_progress: Callable[[float, float], None] | None = None,
-    ) -> list[Segment]:
+    ) -> Transcription:
         location = str(audio)
         if location.startswith("fake://"):
             sleep_s = float(parse_qs(urlparse(location).query).get("sleep", ["0"])[0])
             time.sleep(sleep_s)
-            return fake_segments(location)
+            return Transcription(tuple(fake_segments(location)), language)
         if self._real is None:
             from heard.asr.transcribers import load_transcriber
+            from heard.asr.whisper import WhisperOptions
             from heard.settings import settings
 
-            self._real = load_transcriber("faster-whisper", settings().asr_threads)
-        return list(self._real.transcribe(audio, channel=channel, on_progress=on_progress))
+            self._real = load_transcriber(
+                "faster-whisper", WhisperOptions.from_settings(settings())
+            )
+        return self._real.transcribe(  # type: ignore[no-any-return]
+            audio, channel=channel, language=language, on_progress=on_progress
+        )
 
 
 def routing() -> RoutingTranscriber:

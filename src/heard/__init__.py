@@ -32,6 +32,7 @@ _EXPORTS = {
     "MeetingStatus": "heard.store",
     "MemoryRecall": "heard.memory.recall",
     "MissingDependencyError": "heard.errors",
+    "ModelError": "heard.errors",
     "NotFoundError": "heard.errors",
     "PhraseDraft": "heard.timeline",
     "PipelineOptions": "heard.pipeline",
@@ -50,6 +51,7 @@ _EXPORTS = {
     "TrackSpec": "heard.store.meetings",
     "TrackStatus": "heard.store",
     "Transcriber": "heard.asr",
+    "Transcription": "heard.speech",
     "TranscriptAccumulator": "heard.transcript",
     "TranscriptEvent": "heard.transcript",
     "TranscriptStabilizer": "heard.transcript",
@@ -92,6 +94,7 @@ __all__ = [
     "MeetingStatus",
     "MemoryRecall",
     "MissingDependencyError",
+    "ModelError",
     "NotFoundError",
     "PhraseDraft",
     "PipelineOptions",
@@ -114,6 +117,7 @@ __all__ = [
     "TranscriptEvent",
     "TranscriptStabilizer",
     "TranscriptStep",
+    "Transcription",
     "TranslationQueue",
     "TurnId",
     "TurnStateError",
@@ -140,6 +144,7 @@ if _typing.TYPE_CHECKING:
         HeardError,
         InputError,
         MissingDependencyError,
+        ModelError,
         NotFoundError,
         ProviderError,
         TurnStateError,
@@ -160,7 +165,7 @@ if _typing.TYPE_CHECKING:
         ReleaseUnit,
         TranslationQueue,
     )
-    from heard.speech import Segment
+    from heard.speech import Segment, Transcription
     from heard.store import Database, MeetingStatus, TrackStatus
     from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
     from heard.timeline import PhraseDraft, Track, build_phrases

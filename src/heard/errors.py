@@ -9,6 +9,7 @@ tests/test_errors.py holds against the classes::
     │   ├── EventLogError       a transcript-event log that cannot be read
     │   ├── AudioError          an audio file that is missing, empty or undecodable
     │   ├── NotFoundError       an id (meeting, track, page, user) that does not exist
+    │   ├── ModelError          a recognition model, language or device not to be had as asked
     │   └── ConflictError       an id or name that is taken already; nothing was stored
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
@@ -31,6 +32,7 @@ __all__ = [
     "HeardError",
     "InputError",
     "MissingDependencyError",
+    "ModelError",
     "NotFoundError",
     "ProviderError",
     "ServiceError",
@@ -68,6 +70,11 @@ class AudioError(InputError):
 
 class NotFoundError(InputError, LookupError):
     """An id (meeting, track, page) that does not exist, or is not the caller's."""
+
+
+class ModelError(InputError):
+    """A recognition model, language, device or compute type that cannot be had as asked;
+    the message names it and how to get it."""
 
 
 class ConflictError(InputError):

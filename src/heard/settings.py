@@ -61,6 +61,25 @@ class Settings:
         "The recognizer of workers and the server: faster-whisper, or module:callable "
         "returning a Transcriber.",
     )  # fmt: skip
+    model: str | None = _var(
+        "HEARD_MODEL", None,
+        "The Whisper model of faster-whisper: tiny.en (unset), base (multilingual, "
+        "heard[multilingual]), a faster-whisper size (small, large-v3...), a Hugging Face "
+        "repository or a folder holding model.bin. `heard models` lists those at hand.",
+    )  # fmt: skip
+    language: str | None = _var(
+        "HEARD_LANGUAGE", None,
+        "The language spoken (en, es, ru...); unset: detected per track by a multilingual "
+        "model, English for an English-only one.",
+    )  # fmt: skip
+    device: str = _var(
+        "HEARD_DEVICE", "auto", "auto (a CUDA GPU when there is one), cpu or cuda."
+    )  # fmt: skip
+    compute_type: str = _var(
+        "HEARD_COMPUTE_TYPE", "auto",
+        "CTranslate2 compute type: auto (int8 on the CPU, float16 on a GPU), int8_float16, "
+        "float32...",
+    )  # fmt: skip
     asr_threads: int = _var(
         "HEARD_ASR_THREADS", 0,
         "CPU threads per faster-whisper process; 0: CTranslate2 decides. With several workers "

@@ -3,14 +3,15 @@
 A ``Segment`` is a stretch of one track's speech with its text and, when the recognizer
 gives them, its ``Word`` timings; times are seconds from the start of that track. These
 records sit below both ``heard.asr`` (which makes them) and ``heard.timeline`` (which places
-them on the meeting's timeline), so neither has to import the other.
+them on the meeting's timeline), so neither has to import the other. A ``Transcription`` is
+what a recognizer made of one track: its segments and the language they are in.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Segment", "Word"]
+__all__ = ["Segment", "Transcription", "Word"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,3 +34,19 @@ class Segment:
     def __post_init__(self) -> None:
         if self.end < self.start:
             raise ValueError(f"segment ends ({self.end}) before it starts ({self.start})")
+
+
+@dataclass(frozen=True, slots=True)
+class Transcription:
+    """One track's speech: its segments and their language."""
+
+    segments: tuple[Segment, ...] = ()
+    language: str | None = None
+    """ISO 639-1 code (``en``, ``es``), given or detected; None when the recognizer does not
+    say."""
+    language_probability: float | None = None
+    """How sure the detection was (0-1); None when the language was given, not detected."""
+
+    @property
+    def text(self) -> str:
+        return " ".join(s.text for s in self.segments)

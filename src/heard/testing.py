@@ -4,7 +4,8 @@ Each stands where real I/O would (a model, an LLM, a translation service, a memo
 time of day) and behaves as the real part does at its interface, with what it was asked
 recorded for the test to look at:
 
-* ``FakeTranscriber``: canned segments per track, or an exception to raise (``Transcriber``);
+* ``FakeTranscriber``: canned segments (or a whole ``Transcription``) per track, or an
+  exception to raise (``Transcriber``);
 * ``ScriptedProvider``: scripted tool-call answers, failures and delays (``llm.Provider``);
 * ``ScriptedTranslator``: tags the text with the target language; delays and failures on cue
   (``release.Translator``);
@@ -39,7 +40,7 @@ from heard.errors import ProviderError
 from heard.live.conversation import Retrieved
 from heard.llm.provider import ToolCall, ToolSpec
 from heard.memory.evidence import Evidence, Recalled
-from heard.speech import Segment
+from heard.speech import Segment, Transcription
 
 __all__ = [
     "Answer",
@@ -54,21 +55,24 @@ __all__ = [
 
 
 class FakeTranscriber:
-    """Canned segments per track location; an exception value is raised instead.
+    """Canned segments (or a whole ``Transcription``) per track location; an exception value
+    is raised instead.
 
     ``before(location)`` runs first on every call (a test's way to crash or block there);
-    ``calls`` lists the locations asked for, in order.
+    ``calls`` lists the locations asked for, in order, and ``languages`` the language asked
+    with each. A language asked for is the transcription's, as a real recognizer's would be.
     """
 
     name = "fake"
 
     def __init__(
         self,
-        by_location: Mapping[str, Sequence[Segment] | BaseException],
+        by_location: Mapping[str, Sequence[Segment] | Transcription | BaseException],
         before: Callable[[str], None] | None = None,
     ) -> None:
         self.by_location = dict(by_location)
         self.calls: list[str] = []
+        self.languages: list[str | None] = []
         self.before = before
 
     def transcribe(
@@ -76,18 +80,25 @@ class FakeTranscriber:
         audio: str | Path | Any,
         *,
         channel: int | None = None,
+        language: str | None = None,
         on_progress: Callable[[float, float], None] | None = None,
-    ) -> list[Segment]:
+    ) -> Transcription:
         location = str(audio)
         self.calls.append(location)
+        self.languages.append(language)
         if self.before is not None:
             self.before(location)
         result = self.by_location[location]
         if isinstance(result, BaseException):
             raise result
-        if on_progress is not None and result:
-            on_progress(result[-1].end, result[-1].end)
-        return list(result)
+        if not isinstance(result, Transcription):
+            result = Transcription(tuple(result))
+        if language is not None:
+            result = Transcription(result.segments, language, None)
+        if on_progress is not None and result.segments:
+            end = result.segments[-1].end
+            on_progress(end, end)
+        return result
 
 
 Answer = Mapping[str, Any] | ToolCall | BaseException

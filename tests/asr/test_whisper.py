@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from heard.asr import FasterWhisperTranscriber, WhisperOptions, load_audio, probe_audio
-from heard.asr.whisper import _load_model
+from heard.asr.whisper import load_model
 from heard.errors import AudioError
 from heard.pipeline import PipelineOutcome, run_pipeline
 from heard.speech import Segment
@@ -75,7 +75,7 @@ def test_stereo_channels_as_two_participants(
 
 
 def test_jfk_with_word_timestamps(transcriber: FasterWhisperTranscriber) -> None:
-    segments = transcriber.transcribe(JFK)
+    segments = transcriber.transcribe(JFK).segments
     text = " ".join(s.text for s in segments)
     reference = (
         "And so my fellow Americans ask not what your country can do for you "
@@ -98,11 +98,11 @@ def test_silence_yields_no_segments(tmp_path: Path, transcriber: FasterWhisperTr
         w.setsampwidth(2)
         w.setframerate(16_000)
         w.writeframes(samples.tobytes())
-    assert transcriber.transcribe(silence) == []
+    assert transcriber.transcribe(silence).segments == ()
 
 
 def test_the_model_is_loaded_once_per_process() -> None:
-    a = _load_model(WhisperOptions())
+    a = load_model(WhisperOptions())
     b = FasterWhisperTranscriber().model
     assert a is b
 

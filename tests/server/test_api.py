@@ -14,7 +14,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from heard.pipeline.run import run_pipeline
 from heard.server.app import ServerSettings, create_app
-from heard.speech import Segment
+from heard.speech import Segment, Transcription
 from heard.store.database import Database
 from heard.store.meetings import track_states
 from heard.store.models import ApiToken
@@ -550,3 +550,56 @@ def test_a_page_that_cannot_be_read_does_not_take_the_users_memory_down(
         assert hits.json()[0]["id"] == "rhea"
         slugs = [p["slug"] for p in client.get("/v1/memory/pages", headers=alice).json()]
         assert sorted(slugs) == ["odd", "rhea"]
+
+
+def test_a_participants_language_goes_in_and_comes_out_with_how_it_was_found(  # type: ignore[no-untyped-def]
+    server, db: Database
+) -> None:
+    client, alice, _ = server
+    created = client.post(
+        "/v1/meetings",
+        json={"title": "bilingual", "participants": [{"name": "ana", "language": "es"},
+                                                      {"name": "bob"}]},
+        headers=alice,
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    mid = created.json()["id"]
+    asked = {t["participant"]: t["language_asked"] for t in created.json()["tracks"]}
+    assert asked == {"ana": "es", "bob": None}
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
+    for name in ("ana", "bob"):
+        assert client.put(
+            f"/v1/meetings/{mid}/tracks/{name}", content=wav, headers=alice
+        ).is_success
+    tracks = {t.participant: t.location for t in track_states(db, mid)}
+    fake = FakeTranscriber({
+        tracks["ana"]: [Segment(0.0, 1.5, "hola a todos")],
+        tracks["bob"]: Transcription((Segment(2.0, 3.0, "hello"),), "en", 0.93),
+    })  # fmt: skip
+    run_pipeline(mid, db=db, transcriber=fake)
+    assert fake.languages == [None, "es"] or fake.languages == ["es", None]  # ana's was passed
+    out = {
+        t["participant"]: t
+        for t in client.get(f"/v1/meetings/{mid}", headers=alice).json()["tracks"]
+    }
+    assert (out["ana"]["language"], out["ana"]["language_probability"]) == ("es", None)
+    assert (out["bob"]["language"], out["bob"]["language_probability"]) == ("en", 0.93)
+    phrases = client.get(f"/v1/meetings/{mid}/phrases", headers=alice).json()
+    assert {(p["participant"], p["language"]) for p in phrases} == {("ana", "es"), ("bob", "en")}
+    vtt = client.get(f"/v1/meetings/{mid}/export", params={"format": "vtt"}, headers=alice).text
+    assert "NOTE Languages: ana es (given); bob en (detected, 0.93)" in vtt
+
+
+@pytest.mark.parametrize("language", ["xx", "english", 7, "e\u0000s"])
+def test_a_language_whisper_does_not_know_is_a_422_naming_the_field(  # type: ignore[no-untyped-def]
+    server, language: object
+) -> None:
+    client, alice, _ = server
+    bad = client.post(
+        "/v1/meetings",
+        json={"title": "x", "participants": [{"name": "ana", "language": language}]},
+        headers=alice,
+    )
+    assert bad.status_code == 422
+    assert "language" in bad.text
+    assert client.get("/v1/meetings", headers=alice).json() == []

@@ -20,6 +20,7 @@ SECRET = "zebra-7731"
 NUL = f"{SECRET}\\u0000"
 SURROGATE = f"{SECRET}\\ud800"
 MEETING = '{"title": "%s", "participants": [{"name": "%s", "offset_s": %s}]}'
+LANGUAGE = '{"title": "t", "participants": [{"name": "ana", "language": "%s"}]}'
 UTTERANCE = '{"utterances": [{"id": "%s", "speaker": "%s", "text": "%s"}]}'
 
 # (name, method, path, raw JSON body, the field the 422 names)
@@ -29,6 +30,10 @@ CASES = [
      ["body", "title"]),
     ("participant NUL", "POST", "/v1/meetings", MEETING % ("t", NUL, "0"),
      ["body", "participants", 0, "name"]),
+    ("language NUL", "POST", "/v1/meetings", LANGUAGE % NUL,
+     ["body", "participants", 0, "language"]),
+    ("language surrogate", "POST", "/v1/meetings", LANGUAGE % SURROGATE,
+     ["body", "participants", 0, "language"]),
     ("offset NaN", "POST", "/v1/meetings", MEETING % ("t", "ana", "NaN"),
      ["body", "participants", 0, "offset_s"]),
     ("offset Infinity", "POST", "/v1/meetings", MEETING % ("t", "ana", "-Infinity"),

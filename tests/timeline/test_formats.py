@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
 from heard.errors import UnknownNameError
-from heard.timeline.formats import TimedPhrase, TranscriptDoc, render
+from heard.timeline.formats import SpokenLanguage, TimedPhrase, TranscriptDoc, render
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 DOC = TranscriptDoc(
@@ -56,3 +57,36 @@ def test_json_round_trips() -> None:
 def test_unknown_format_lists_the_valid_ones() -> None:
     with pytest.raises(UnknownNameError, match="json, md, srt, txt, vtt"):
         render(DOC, "docx")
+
+
+def _with_languages(**languages: SpokenLanguage) -> TranscriptDoc:
+    phrases = [replace(p, language=languages[p.participant].code) for p in DOC.phrases]
+    return replace(DOC, phrases=phrases, languages=languages)
+
+
+def test_one_language_is_the_files_own() -> None:
+    doc = _with_languages(alice=SpokenLanguage("es", 0.97), bob=SpokenLanguage("es"))
+    vtt = render(doc, "vtt")
+    assert vtt.startswith("WEBVTT - Sync\nLanguage: es\n\n")
+    assert "NOTE Languages: alice es (detected, 0.97); bob es (given)\n" in vtt
+    assert "<lang" not in vtt  # the header says it once
+    assert render(doc, "srt") == render(DOC, "srt")  # SubRip has no header: the file name says it
+    assert [p["language"] for p in json.loads(render(doc, "json"))] == ["es", "es", "es"]
+    assert "*Languages: alice es (detected, 0.97); bob es (given)*" in render(doc, "md")
+
+
+def test_several_languages_are_on_every_cue() -> None:
+    doc = _with_languages(alice=SpokenLanguage("en"), bob=SpokenLanguage("es", 0.9))
+    vtt = render(doc, "vtt")
+    assert "Language:" not in vtt
+    assert "<v alice><lang en>So the plan is &lt;ship&gt; &amp; test.</lang>\n" in vtt
+    assert "<v bob><lang es>uh-huh</lang>\n" in vtt
+    srt = render(doc, "srt")
+    assert "alice [en]: So the plan" in srt
+    assert "bob [es]: uh-huh" in srt
+    assert [p["language"] for p in json.loads(render(doc, "json"))] == ["en", "es", "es"]
+
+
+def test_unknown_languages_leave_every_format_as_it_was() -> None:
+    assert "language" not in render(DOC, "json")
+    assert "Language" not in render(DOC, "vtt") + render(DOC, "md")

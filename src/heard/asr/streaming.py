@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.whisper import WhisperOptions, _load_model
+from heard.asr.whisper import WhisperOptions, load_model
 from heard.registry import Registry
 from heard.transcript.events import DEFAULT_SPEAKER, EventKind, TranscriptEvent
 
@@ -85,18 +85,6 @@ def strip_punctuation(text: str) -> str:
     return " ".join(_PUNCTUATION.sub("", text).lower().split())
 
 
-def _decode(model: Any, audio: npt.NDArray[np.float32], beam_size: int) -> list[Any]:
-    segments, _ = model.transcribe(
-        audio,
-        language="en",
-        beam_size=beam_size,
-        condition_on_previous_text=False,
-        without_timestamps=False,
-        vad_filter=False,
-    )
-    return [s for s in segments if s.text.strip()]
-
-
 def _speech(audio: npt.NDArray[np.float32]) -> list[dict[str, int]]:
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
@@ -126,7 +114,11 @@ class StreamingRecognizer:
         self.options = options or StreamOptions()
         self.chunk_ms = self.options.chunk_ms
         self.speaker = speaker
-        self._model = _load_model(whisper or WhisperOptions())
+        whisper = whisper or WhisperOptions()
+        self._model = load_model(whisper)
+        self.language = self._model.language(whisper.language)
+        """The language decoded in: given, English for an English-only model, else detected
+        on each decode until the first final, and kept from then on."""
         self._audio = np.zeros(0, dtype=np.float32)
         self._offset = 0  # absolute index of self._audio[0]
         self._utt_start = 0
@@ -158,9 +150,23 @@ class StreamingRecognizer:
         text = " ".join(s.text.strip() for s in segments).strip()
         return strip_punctuation(text) if self.options.strip_punctuation else text
 
+    def _decode(self, audio: npt.NDArray[np.float32], *, final: bool = False) -> list[Any]:
+        segments, info = self._model.whisper.transcribe(
+            audio,
+            language=self.language,
+            beam_size=self.options.beam_size,
+            condition_on_previous_text=False,
+            without_timestamps=False,
+            vad_filter=False,
+        )
+        kept = [s for s in segments if s.text.strip()]
+        if final and kept and self.language is None:
+            self.language = info.language
+        return kept
+
     def step(self, audio_end: int) -> list[Decoded]:
         """Decode the current utterance up to ``audio_end`` (absolute samples)."""
-        o, model = self.options, self._model
+        o = self.options
         self._decoded_to = audio_end
         buffer = self._audio[self._utt_start - self._offset : audio_end - self._offset]
         events: list[Decoded] = []
@@ -173,13 +179,13 @@ class StreamingRecognizer:
             speech_end = speech[-1]["end"]
             silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
             if silence_ms >= o.end_silence_ms:
-                text = self._text(_decode(model, buffer[:speech_end], o.beam_size))
+                text = self._text(self._decode(buffer[:speech_end], final=True))
                 if text:
                     events.append(Decoded(EventKind.FINAL, text))
                 self._utt_start += speech_end
                 self._previous = []
             elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
-                segments = _decode(model, buffer, o.beam_size)
+                segments = self._decode(buffer, final=True)
                 if len(segments) > 1:
                     done, cut = segments[:-1], int(segments[-2].end * SAMPLE_RATE)
                 else:
@@ -190,7 +196,7 @@ class StreamingRecognizer:
                 self._utt_start += max(cut, 1)
                 self._previous = []
             else:
-                segments = _decode(model, buffer, o.beam_size)
+                segments = self._decode(buffer)
                 keys = [strip_punctuation(seg.text) for seg in segments]
                 agreed = 0
                 while (
@@ -220,7 +226,7 @@ class StreamingRecognizer:
         rest = self._audio[self._utt_start - self._offset :]
         self._utt_start = self._decoded_to = self.received
         if len(rest) and _speech(rest):
-            text = self._text(_decode(self._model, rest, self.options.beam_size))
+            text = self._text(self._decode(rest, final=True))
             if text:
                 return [Decoded(EventKind.FINAL, text)]
         return []

@@ -1,4 +1,5 @@
-"""The ``Transcriber`` seam: one track's audio in, segments (track-relative times) out."""
+"""The ``Transcriber`` seam: one track's audio in; its segments (track-relative times) and
+their language out."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from heard.speech import Segment
+from heard.speech import Transcription
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,10 +30,12 @@ class Transcriber(Protocol):
         audio: str | Path | npt.NDArray[np.float32],
         *,
         channel: int | None = None,
+        language: str | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> list[Segment]:
+    ) -> Transcription:
         """Transcribe a file (optionally one channel of a stereo file) or 16 kHz mono samples.
 
+        ``language`` is the speaker's (an ISO 639-1 code), None to let the recognizer decide;
         ``on_progress(done_s, total_s)`` is called as audio is consumed.
         """
         ...

@@ -9,24 +9,28 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from functools import cache
+from typing import TYPE_CHECKING
 
 from heard.asr.transcriber import Transcriber
 from heard.errors import InputError
 from heard.registry import Registry
 
+if TYPE_CHECKING:
+    from heard.asr.whisper import WhisperOptions
+
 __all__ = ["TRANSCRIBERS", "load_transcriber"]
 
 
-def _faster_whisper(cpu_threads: int) -> Transcriber:
-    from heard.asr.whisper import FasterWhisperTranscriber, WhisperOptions
+def _faster_whisper(whisper: WhisperOptions) -> Transcriber:
+    from heard.asr.whisper import FasterWhisperTranscriber
 
-    return FasterWhisperTranscriber(WhisperOptions(cpu_threads=cpu_threads))
+    return FasterWhisperTranscriber(whisper)
 
 
-TRANSCRIBERS: Registry[Callable[[int], Transcriber]] = Registry(
+TRANSCRIBERS: Registry[Callable[[WhisperOptions], Transcriber]] = Registry(
     "transcriber", {"faster-whisper": _faster_whisper}
 )
-"""Each built-in transcriber's factory, given the CPU threads it may use (0: its choice)."""
+"""Each built-in transcriber's factory, given the model, language, device and threads chosen."""
 
 
 def _imported(spec: str) -> Transcriber:
@@ -42,11 +46,13 @@ def _imported(spec: str) -> Transcriber:
 
 
 @cache
-def load_transcriber(spec: str, cpu_threads: int = 0) -> Transcriber:
+def load_transcriber(spec: str, whisper: WhisperOptions | None = None) -> Transcriber:
     """The transcriber named by ``spec`` (a registered name or ``module:callable``), made once
-    per process."""
+    per process for each choice of ``whisper`` options (default: tiny.en)."""
     if spec in TRANSCRIBERS:
-        return TRANSCRIBERS[spec](cpu_threads)
+        from heard.asr.whisper import WhisperOptions
+
+        return TRANSCRIBERS[spec](whisper or WhisperOptions())
     if ":" not in spec:
         names = ", ".join(TRANSCRIBERS)
         raise InputError(f"HEARD_TRANSCRIBER {spec!r}: expected {names} or module:callable")

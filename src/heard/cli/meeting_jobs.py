@@ -5,8 +5,10 @@ The commands import this inside their bodies, so that ``heard --help`` loads non
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
@@ -28,6 +30,10 @@ from heard.store.meetings import (
 )
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.timeline.formats import TranscriptDoc
+
+if TYPE_CHECKING:
+    from heard.asr.transcriber import Transcriber
+    from heard.asr.whisper import WhisperOptions
 
 
 def open_store(url: str | None, meeting_id: str | None = None) -> Database:
@@ -102,16 +108,35 @@ def store_meeting(
     return str(create_meeting(db, title=title, tracks=tracks, started_at=started_at))
 
 
-def transcribe_stored(db: Database, meeting_id: str, *, quiet: bool = False) -> str:
+def recognizer(whisper: WhisperOptions, languages: Iterable[str | None]) -> Transcriber:
+    """faster-whisper as ``whisper`` chooses, loaded and checked against every language the
+    tracks ask for: a model or language that cannot be had fails here, before work is stored."""
+    from heard.asr.whisper import FasterWhisperTranscriber
+
+    transcriber = FasterWhisperTranscriber(whisper)
+    transcriber.prepare(languages)
+    return transcriber
+
+
+def transcribe_stored(
+    db: Database,
+    meeting_id: str,
+    *,
+    whisper: WhisperOptions | None = None,
+    transcriber: Transcriber | None = None,
+    quiet: bool = False,
+) -> str:
     """Run the pipeline on a stored meeting with a progress bar per track; the meeting id.
 
     The same call finishes a meeting whose run was interrupted: tracks left behind by a dead
     process are taken up again, finished ones are kept, and the phrases are rebuilt once.
     """
-    from heard.asr.whisper import FasterWhisperTranscriber
+    from heard.asr.whisper import WhisperOptions
 
     meeting = get_meeting(db, meeting_id)
-    transcriber = FasterWhisperTranscriber()
+    if transcriber is None:
+        languages = [t.language_asked for t in track_states(db, meeting.id)]
+        transcriber = recognizer(whisper or WhisperOptions(), languages)
     console = Console(stderr=True, quiet=quiet)
     console.print(f"meeting [bold]{meeting.id}[/] in {db.safe_url}")
     columns = (
@@ -144,12 +169,17 @@ def transcribe_meeting(
     *,
     title: str,
     db: Database,
+    whisper: WhisperOptions | None = None,
     started_at: datetime | None = None,
     quiet: bool = False,
 ) -> str:
-    """Check the files, store the meeting, run the pipeline with progress bars; the meeting id."""
+    """Check the files and the model, store the meeting, run the pipeline with progress bars;
+    the meeting id."""
+    from heard.asr.whisper import WhisperOptions
+
+    transcriber = recognizer(whisper or WhisperOptions(), [t.language for t in tracks])
     meeting_id = store_meeting(tracks, title=title, db=db, started_at=started_at)
-    return transcribe_stored(db, meeting_id, quiet=quiet)
+    return transcribe_stored(db, meeting_id, transcriber=transcriber, quiet=quiet)
 
 
 def enqueue(tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime) -> str:

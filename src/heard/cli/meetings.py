@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from heard.cli.app import OutputOption, app, check_output, reports_errors, write_output
+from heard.cli.models import ComputeTypeOption, DeviceOption, ModelOption, whisper_options
 from heard.errors import InputError
 from heard.timeline.formats import FORMATS
 from heard.timeline.phrases import INTERJECTION_THRESHOLD_S
@@ -59,6 +60,42 @@ def parse_track(arg: str) -> TrackSpec:
     return TrackSpec(name.strip(), str(Path(rest).expanduser().resolve()), offset_s, channel)
 
 
+def parse_languages(args: list[str]) -> tuple[str | None, dict[str, str]]:
+    """``--language`` values: the one for every track (or None) and those per participant,
+    each checked against the languages Whisper knows."""
+    from heard.asr.models import check_language
+
+    everyone: str | None = None
+    by_name: dict[str, str] = {}
+    for arg in args:
+        name, sep, code = arg.rpartition("=")
+        if not sep:
+            if everyone is not None:
+                raise InputError(f"--language {arg!r}: a language for every track is given twice")
+            everyone = check_language(code)
+            continue
+        if not name.strip():
+            raise InputError(f"--language {arg!r}: expected LANG or NAME=LANG")
+        by_name[name.strip().casefold()] = check_language(code) or ""
+    return everyone, by_name
+
+
+def with_languages(
+    specs: list[TrackSpec], everyone: str | None, by_name: dict[str, str]
+) -> list[TrackSpec]:
+    """Each track with the language its participant speaks: their own, else everyone's."""
+    from dataclasses import replace
+
+    names = {s.participant.strip().casefold() for s in specs}
+    unknown = sorted(set(by_name) - names)
+    if unknown:
+        raise InputError(f"--language names {', '.join(unknown)}: no track by that name")
+    return [
+        replace(s, language=by_name.get(s.participant.strip().casefold()) or everyone)
+        for s in specs
+    ]
+
+
 @app.command()
 @reports_errors
 def transcribe(
@@ -92,10 +129,27 @@ def transcribe(
             "what was transcribed is kept, no second meeting is made.",
         ),
     ] = None,
+    model: ModelOption = None,
+    language: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--language",
+            metavar="LANG|NAME=LANG",
+            help="The language spoken (en, es, ru...): LANG for every track, NAME=LANG for one "
+            "participant's (repeatable). Default: $HEARD_LANGUAGE, else detected per track by a "
+            "multilingual model (English for an English-only one).",
+            show_default=False,
+        ),
+    ] = None,
+    device: DeviceOption = None,
+    compute_type: ComputeTypeOption = None,
 ) -> None:
     """Transcribe one track per participant and store the meeting; print its transcript.
 
     Example: heard transcribe alice=alice.wav bob=bob.wav@30 -f srt -o meeting.srt
+
+    A meeting in two languages: heard transcribe --model base --language ana=es ana=a.wav
+    bob=b.wav (bob's language is detected)
     """
     from heard.cli.meeting_jobs import (
         document,
@@ -109,24 +163,34 @@ def transcribe(
 
     FORMATS[fmt]  # reject an unknown format or output before any work
     check_output(output)
+    everyone, by_name = parse_languages(language or [])
+    if queue and (model or device or compute_type):
+        raise InputError(
+            "with --queue the workers transcribe: choose the model with `heard worker --model` "
+            "(--device, --compute-type) or $HEARD_MODEL where they run"
+        )
+    whisper = whisper_options(model, everyone, device, compute_type)
     if resume is not None:
-        if tracks or queue:
-            raise InputError("--resume takes a stored meeting: give no tracks and no --queue")
+        if tracks or queue or by_name:
+            raise InputError(
+                "--resume takes a stored meeting: give no tracks, no --queue and no NAME=LANG"
+            )
         database = open_store(db, resume)
-        meeting_id = transcribe_stored(database, resume)
+        meeting_id = transcribe_stored(database, resume, whisper=whisper)
         write_output(render(document(database, meeting_id), fmt), output)
         return
     if not tracks:
         raise InputError("give one NAME=FILE per participant, or --resume MEETING_ID")
-    specs = [parse_track(arg) for arg in tracks]
+    specs = with_languages([parse_track(arg) for arg in tracks], whisper.language, by_name)
     database = Database(db)
     started = datetime.now(UTC)
     if queue:
         typer.echo(enqueue(specs, title=title, db=database, started_at=started))
         return
     meeting_id = transcribe_meeting(
-        specs, title=title or f"Meeting {started:%Y-%m-%d %H:%M}", db=database, started_at=started
-    )
+        specs, title=title or f"Meeting {started:%Y-%m-%d %H:%M}", db=database, whisper=whisper,
+        started_at=started,
+    )  # fmt: skip
     write_output(render(document(database, meeting_id), fmt), output)
 
 
@@ -202,7 +266,11 @@ def status(
     meeting_id: Annotated[str, typer.Argument(help="Meeting id (or its first 8+ characters).")],
     db: DbOption = None,
 ) -> None:
-    """Show a meeting's tracks: status, attempts and the last error."""
+    """Show a meeting's tracks: status, attempts, language and the last error.
+
+    A language reads es (0.97) when detected with that probability, es when given, es? when
+    asked for and not transcribed yet.
+    """
     from heard.cli.meeting_jobs import open_store, track_label
     from heard.store.meetings import get_meeting, track_states
 
@@ -217,9 +285,10 @@ def status(
         error = f"  ({t.last_error})" if t.last_error else ""
         if label == "interrupted":
             error = f"  (its process {t.claimed_by} is gone){error}"
+        spoken = f"  {t.language_label}" if t.language_label else ""
         typer.echo(
             f"  {t.participant:<16} {label:<12} attempts {t.attempts}  "
-            f"@{t.offset_s:g}s  {t.location}{channel}{error}"
+            f"@{t.offset_s:g}s{spoken}  {t.location}{channel}{error}"
         )
     if interrupted:
         typer.echo(f"`heard transcribe --resume {str(meeting.id)[:8]}` finishes it")

@@ -11,6 +11,13 @@ import typer
 
 from heard.cli.app import app, reports_errors
 from heard.cli.meetings import DbOption
+from heard.cli.models import (
+    ComputeTypeOption,
+    DeviceOption,
+    LanguageOption,
+    ModelOption,
+    chosen_settings,
+)
 from heard.errors import InputError, MissingDependencyError
 
 users_app = typer.Typer(
@@ -98,8 +105,16 @@ def serve(
             "default: $HEARD_CORS_ORIGINS, else none).",
         ),
     ] = None,
+    model: ModelOption = None,
+    language: LanguageOption = None,
+    device: DeviceOption = None,
+    compute_type: ComputeTypeOption = None,
 ) -> None:
-    """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs)."""
+    """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs).
+
+    --model and the options beside it choose the recognizer of uploaded meetings (run here)
+    and of the live socket's audio.
+    """
     try:
         import uvicorn
 
@@ -109,10 +124,13 @@ def serve(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
         ) from e
     from heard.asr.transcribers import load_transcriber
-    from heard.settings import data_dir, settings
+    from heard.asr.whisper import WhisperOptions, load_model
+    from heard.settings import data_dir
     from heard.store.database import Database
 
-    chosen = settings()
+    chosen = chosen_settings(model, language, device, compute_type)
+    whisper = WhisperOptions.from_settings(chosen)
+    load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
     origins = cors_origin or [o.strip() for o in chosen.cors_origins.split(",") if o.strip()]
     for origin in origins:
         if origin == "*" or not re.fullmatch(r"https?://[^/\s]+", origin):
@@ -128,10 +146,10 @@ def serve(
         configure(chosen)
         check_broker()
     else:
-        transcriber = load_transcriber(chosen.transcriber, chosen.asr_threads)
+        transcriber = load_transcriber(chosen.transcriber, whisper)
     server_settings = ServerSettings(
         database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
-        cors_origins=tuple(origins),
+        cors_origins=tuple(origins), whisper=whisper,
     )  # fmt: skip
     served = create_app(server_settings)  # opens and migrates the database: fails here, not later
     typer.echo(

@@ -9,6 +9,13 @@ from typing import Annotated
 import typer
 
 from heard.cli.app import app, check_output, reports_errors, write_output
+from heard.cli.models import (
+    ComputeTypeOption,
+    DeviceOption,
+    LanguageOption,
+    ModelOption,
+    whisper_options,
+)
 
 
 @app.command()
@@ -34,6 +41,10 @@ def stream(
             "instead of the transcript events.",
         ),
     ] = None,
+    model: ModelOption = None,
+    language: LanguageOption = None,
+    device: DeviceOption = None,
+    compute_type: ComputeTypeOption = None,
 ) -> None:
     """Transcribe AUDIO as a live stream would: partials every CHUNK_MS, a final per utterance."""
     from heard.asr.audio import load_audio, probe_audio
@@ -43,9 +54,11 @@ def stream(
     STREAM_CLOCKS[clock]  # unknown names are refused with the known ones, before any work
     mode = SELECTABLE_MODES[captions] if captions is not None else None
     check_output(output)
+    whisper = whisper_options(model, language, device, compute_type)
     probe_audio(audio)
     options = StreamOptions(chunk_ms=chunk_ms, strip_punctuation=strip_punctuation, clock=clock)  # type: ignore[arg-type]
-    events = list(stream_events(load_audio(audio), options=options, speaker=speaker))
+    samples = load_audio(audio)
+    events = list(stream_events(samples, options=options, whisper=whisper, speaker=speaker))
     if mode is None:
         lines = [e.to_json() + "\n" for e in events]
     else:

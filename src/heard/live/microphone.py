@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.streaming import Decoded, StreamingRecognizer
+from heard.asr.whisper import WhisperOptions
 from heard.transcript.events import TranscriptEvent
 
 __all__ = ["Microphone", "Pacer"]
@@ -41,15 +42,18 @@ class Pacer:
 class Microphone:
     """One speaker's audio: ``add`` PCM16 (16 kHz mono, little-endian) as it arrives, ``end``
     to flush the last final, ``close`` to decode what is left and stop. Each decoded event
-    goes to ``on_event``, in order; ``on_degraded(chunk_ms, rtf)`` says the steps widened."""
+    goes to ``on_event``, in order; ``on_degraded(chunk_ms, rtf)`` says the steps widened.
+    ``whisper`` chooses the model and language (default: tiny.en)."""
 
     def __init__(
         self,
         speaker: str,
         on_event: Callable[[TranscriptEvent], Awaitable[None]],
         on_degraded: Callable[[int, float], None],
+        whisper: WhisperOptions | None = None,
     ) -> None:
         self.speaker = speaker
+        self.whisper = whisper
         self.on_event = on_event
         self.on_degraded = on_degraded
         self.pending = bytearray()
@@ -87,7 +91,7 @@ class Microphone:
                 self.received += len(samples)
                 if self._recognizer is None:
                     self._recognizer = await asyncio.to_thread(
-                        StreamingRecognizer, speaker=self.speaker
+                        StreamingRecognizer, speaker=self.speaker, whisper=self.whisper
                     )
                 decoded_before = self._recognizer.decoded_to
                 started = time.perf_counter()

@@ -33,6 +33,7 @@ from typing import Any
 from celery import Celery, Task
 
 from heard.asr.transcribers import load_transcriber
+from heard.asr.whisper import WhisperOptions
 from heard.errors import BrokerError, NotFoundError
 from heard.pipeline.steps import (
     PipelineOptions,
@@ -129,7 +130,8 @@ def transcribe_track_task(self: Task, track_id: str) -> str:
     if status is TrackStatus.PENDING:
         claim = claim_track(db, tid, utc_now())
         if claim is not None:
-            transcriber = load_transcriber(_settings.transcriber, _settings.asr_threads)
+            whisper = WhisperOptions.from_settings(_settings)
+            transcriber = load_transcriber(_settings.transcriber, whisper)
             status = transcribe_claimed(db, claim, transcriber, utc_now, options)
             if status is TrackStatus.PENDING:  # a transient error; attempts remain
                 raise self.retry(countdown=_backoff(self.request.retries, 5.0))

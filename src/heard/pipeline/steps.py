@@ -7,8 +7,9 @@ The same steps serve the in-process run (``run_pipeline``) and the Celery tasks:
   process of this host that is gone, else once the claim is older than a timeout;
 * ``claim_track`` moves one track ``pending -> transcribing`` with a compare-and-set UPDATE,
   so two runners never transcribe the same track, and records which process holds it;
-* ``transcribe_claimed`` runs the transcriber outside any transaction and records segments
-  (``done``) or the error (``pending`` again, or ``failed``);
+* ``transcribe_claimed`` runs the transcriber outside any transaction (in the language the user
+  gave for the track, if any) and records segments and their language (``done``) or the error
+  (``pending`` again, or ``failed``);
 * ``build_meeting`` replaces the meeting's phrases in one transaction once every track is
   done or failed.
 
@@ -91,9 +92,10 @@ def transcribe_claimed(
     ``pending`` for another attempt until ``max_attempts``.
     """
     try:
-        segments = transcriber.transcribe(
-            claim.location, channel=claim.channel, on_progress=on_progress
-        )
+        heard = transcriber.transcribe(
+            claim.location, channel=claim.channel, language=claim.language,
+            on_progress=on_progress,
+        )  # fmt: skip
     except InputError as e:
         return record_outcome(db, claim, clock(), segments=None, transcriber=transcriber.name,
                               error=str(e))  # fmt: skip
@@ -103,8 +105,9 @@ def transcribe_claimed(
             error=f"{type(e).__name__}: {e}", retry=claim.attempts < options.max_attempts,
         )  # fmt: skip
     return record_outcome(
-        db, claim, clock(), segments=segments_to_json(segments), transcriber=transcriber.name
-    )
+        db, claim, clock(), segments=segments_to_json(heard.segments), transcriber=transcriber.name,
+        language=heard.language, language_probability=heard.language_probability,
+    )  # fmt: skip
 
 
 def build_meeting(db: Database, meeting_id: uuid.UUID, options: PipelineOptions) -> BuildResult:

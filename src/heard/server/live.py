@@ -83,6 +83,7 @@ from heard.transcript.events import TranscriptEvent, parse_event
 from heard.transcript.stabilizer import TranscriptStep
 
 if TYPE_CHECKING:
+    from heard.asr.whisper import WhisperOptions
     from heard.server.state import Memories, ServerSettings
 
 __all__ = ["MAX_FRAME_BYTES", "mount_live"]
@@ -190,7 +191,9 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
 
         sender = asyncio.create_task(send_all())
         receiving = asyncio.create_task(
-            _receive(websocket, conversation, outbox, outgoing, user.name, connection)
+            _receive(
+                websocket, conversation, outbox, outgoing, user.name, connection, settings.whisper
+            )
         )
         stuck = asyncio.create_task(outbox.stuck.wait())
         close: tuple[int, str] | None = None
@@ -300,8 +303,10 @@ async def _receive(
     outgoing: _Releases,
     user: str,
     connection: str,
+    whisper: WhisperOptions,
 ) -> tuple[int, str] | None:
-    """Feed events until the client leaves (None) or sends something wrong (a close code)."""
+    """Feed events until the client leaves (None) or sends something wrong (a close code);
+    audio frames are recognized with the ``whisper`` model."""
 
     def emit(step: TranscriptStep, event: TranscriptEvent) -> None:
         h = step.hypothesis
@@ -366,7 +371,7 @@ async def _receive(
                     def degraded(chunk_ms: int, rtf: float) -> None:
                         outbox.put_nowait(Degraded(chunk_ms=chunk_ms, rtf=rtf))
 
-                    audio = Microphone(speaker, hear, degraded)
+                    audio = Microphone(speaker, hear, degraded, whisper)
                 audio.add(data)
                 received += len(data) // 2
                 outbox.put_nowait(Heard(received_ms=received * 1000 // SAMPLE_RATE))

@@ -60,9 +60,28 @@ Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
 """A date-time as JSON carries it: a string (a bare number is not taken as Unix time)."""
 
 
+def _language(value: str | None) -> str | None:
+    from heard.asr.models import check_language
+    from heard.errors import ModelError
+
+    try:
+        return check_language(value)
+    except ModelError:
+        raise ValueError(
+            "not a language Whisper knows: give an ISO 639-1 code such as en, es, de, ru, or "
+            "auto to detect it"
+        ) from None
+
+
+Language = Annotated[Text | None, AfterValidator(_language)]
+"""An ISO 639-1 code Whisper knows (``es``); None or ``auto``: detected."""
+
+
 class ParticipantIn(_Strict):
     name: Text = Field(min_length=1, max_length=200)
     offset_s: Annotated[float, BeforeValidator(_not_bool)] = Field(default=0.0, ge=0, le=86_400)
+    language: Language = Field(default=None, max_length=16)
+    """The language the participant speaks; unset: detected by a multilingual model."""
 
 
 class MeetingIn(_Strict):
@@ -77,6 +96,11 @@ class TrackOut(BaseModel):
     attempts: int
     offset_s: float
     last_error: str | None
+    language: str | None = None
+    """Of the transcript, given or detected, once done."""
+    language_probability: float | None = None
+    """Of the detection; null when the language was given."""
+    language_asked: str | None = None
 
 
 class MeetingOut(BaseModel):
@@ -94,6 +118,7 @@ class PhraseOut(BaseModel):
     start: float
     end: float
     text: str
+    language: str | None = None
 
 
 class RunOut(BaseModel):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heard.asr.transcriber import Transcriber
+from heard.asr.whisper import WhisperOptions
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
@@ -41,6 +42,8 @@ class ServerSettings:
     """Send meetings to Celery workers ($HEARD_BROKER_URL) instead of transcribing in-process."""
     cors_origins: tuple[str, ...] = ()
     """Other web origins whose pages may call the API from a browser (none by default)."""
+    whisper: WhisperOptions = field(default_factory=WhisperOptions)
+    """The model, language and device the live socket recognizes audio with."""
 
     def workspace(self, owner: str) -> Path:
         return (self.workspaces or self.uploads.parent / "workspaces") / owner

@@ -25,7 +25,7 @@ from heard.store.models import (
     TrackStatus,
     utc_now,
 )
-from heard.timeline.formats import TimedPhrase, TranscriptDoc
+from heard.timeline.formats import SpokenLanguage, TimedPhrase, TranscriptDoc
 
 __all__ = [
     "MeetingSummary",
@@ -51,6 +51,8 @@ class TrackSpec:
     offset_s: float = 0.0
     channel: int | None = None
     status: TrackStatus = TrackStatus.PENDING
+    language: str | None = None
+    """The language the participant speaks (ISO 639-1); None: the recognizer decides."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,20 @@ class TrackState:
     updated_at: datetime
     claimed_by: str | None = None
     """``host:pid:start`` of the process transcribing the track, while it is."""
+    language_asked: str | None = None
+    language: str | None = None
+    """Given or detected, once transcribed."""
+    language_probability: float | None = None
+    """Of the detection; None when the language was given."""
+
+    @property
+    def language_label(self) -> str:
+        """``es (0.98)`` when detected, ``es`` when given, ``es?`` when asked, not yet done."""
+        if self.language is None:
+            return f"{self.language_asked}?" if self.language_asked else ""
+        if self.language_probability is None:
+            return self.language
+        return f"{self.language} ({self.language_probability:.2f})"
 
 
 def _check_tracks(tracks: Sequence[TrackSpec]) -> None:
@@ -93,6 +109,8 @@ def _check_tracks(tracks: Sequence[TrackSpec]) -> None:
             raise InputError(f"track {t.location!r}: offset must be >= 0 seconds, got {t.offset_s}")
         if t.channel not in (None, 0, 1):
             raise InputError(f"track {t.location!r}: channel must be 0 or 1, got {t.channel}")
+        if t.language is not None and not (t.language.isalpha() and len(t.language) <= 16):
+            raise InputError(f"participant {name!r}: bad language {t.language!r}")
 
 
 def create_meeting(
@@ -126,6 +144,7 @@ def create_meeting(
                     channel=spec.channel,
                     offset_s=float(spec.offset_s),
                     status=spec.status,
+                    language_asked=spec.language,
                     attempts=0,
                     updated_at=utc_now(),
                 )
@@ -229,6 +248,9 @@ def track_states(
                 t.last_error,
                 t.updated_at,
                 t.claimed_by,
+                t.language_asked,
+                t.language,
+                t.language_probability,
             )
             for t, name in rows
         ]
@@ -247,6 +269,14 @@ def meeting_phrases(
             .where(Phrase.meeting_id == mid)
             .order_by(Phrase.position)
         ).all()
+        languages: dict[uuid.UUID, str | None] = {
+            pid: language
+            for pid, language in s.execute(
+                select(AudioTrack.participant_id, AudioTrack.language).where(
+                    AudioTrack.meeting_id == mid
+                )
+            )
+        }
         t0 = meeting.started_at
         return [
             TimedPhrase(
@@ -256,6 +286,7 @@ def meeting_phrases(
                 p.text,
                 p.start_at,
                 p.end_at,
+                languages.get(p.participant_id),
             )
             for p, name in rows
         ]
@@ -268,4 +299,9 @@ def transcript_document(
     export write."""
     meeting = get_meeting(db, meeting_id, owner)
     phrases = meeting_phrases(db, meeting.id, owner)
-    return TranscriptDoc(phrases, meeting.title, meeting.started_at, str(meeting.id))
+    languages = {
+        t.participant: SpokenLanguage(t.language, t.language_probability)
+        for t in track_states(db, meeting.id, owner)
+        if t.language is not None
+    }
+    return TranscriptDoc(phrases, meeting.title, meeting.started_at, str(meeting.id), languages)

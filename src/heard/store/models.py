@@ -160,6 +160,12 @@ class AudioTrack(Base):
     segments: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     """The transcriber's segments (track-relative seconds) once done."""
     transcriber: Mapped[str | None] = mapped_column(String(200))
+    language_asked: Mapped[str | None] = mapped_column(String(16))
+    """The language the user said the participant speaks; None: let the model decide."""
+    language: Mapped[str | None] = mapped_column(String(16))
+    """The language of the segments, given or detected, once done."""
+    language_probability: Mapped[float | None] = mapped_column(Float)
+    """How sure the detection was; None when the language was given."""
 
     participant: Mapped[Participant] = relationship(back_populates="tracks")
 

@@ -8,6 +8,7 @@ doubling the transcript. Track segments are kept as JSON (``segments_to_json``).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from heard.timeline.phrases import Track, build_phrases
 __all__ = ["BuildResult", "build_meeting", "segments_from_json", "segments_to_json"]
 
 
-def segments_to_json(segments: list[Segment]) -> list[dict[str, Any]]:
+def segments_to_json(segments: Sequence[Segment]) -> list[dict[str, Any]]:
     return [
         {
             "start": s.start,

@@ -60,6 +60,8 @@ class ClaimedTrack:
     location: str
     channel: int | None
     attempts: int
+    language: str | None = None
+    """The language the user gave for this track; None: the recognizer decides."""
 
 
 def track_of(db: Database, meeting_id: uuid.UUID | str, participant: str, owner: str) -> uuid.UUID:
@@ -129,7 +131,8 @@ def upload_track(db: Database, track_id: uuid.UUID, location: str) -> str:
                 raise ConflictError("the track is being transcribed; upload again once it is done")
             values: dict[str, Any] = {"location": location}
             if status in TRANSITIONS["upload"][0]:
-                values |= {"status": S.PENDING, "attempts": 0, "last_error": None, "segments": None}
+                values |= {"status": S.PENDING, "attempts": 0, "last_error": None, "segments": None,
+                           "language": None, "language_probability": None}  # fmt: skip
             result = s.execute(
                 update(AudioTrack)
                 .where(
@@ -166,7 +169,9 @@ def claim_track(
             return None
         track = s.get_one(AudioTrack, track_id)
         name = s.get_one(Participant, track.participant_id).name
-        return ClaimedTrack(track.id, name, track.location, track.channel, track.attempts)
+        return ClaimedTrack(
+            track.id, name, track.location, track.channel, track.attempts, track.language_asked
+        )
 
 
 def recover_abandoned(
@@ -221,11 +226,14 @@ def record_outcome(
     *,
     segments: list[dict[str, Any]] | None,
     transcriber: str,
+    language: str | None = None,
+    language_probability: float | None = None,
     error: str | None = None,
     retry: bool = False,
 ) -> TrackStatus:
-    """Write what the claim's transcription gave: its ``segments`` (``done``), or its
-    ``error``: ``pending`` again when ``retry``, else ``failed``. Returns the new status.
+    """Write what the claim's transcription gave: its ``segments`` and their ``language``
+    (``done``), or its ``error``: ``pending`` again when ``retry``, else ``failed``. Returns
+    the new status.
 
     Only the claim's own ``transcribing`` state is overwritten: a track recovered and claimed
     again meanwhile belongs to the newer attempt, and is left as it is.
@@ -233,7 +241,8 @@ def record_outcome(
     values: dict[str, Any] = {"updated_at": now, "claimed_by": None}
     if error is None:
         values |= {"status": S.DONE, "segments": segments, "transcriber": transcriber,
-                   "last_error": None}  # fmt: skip
+                   "last_error": None, "language": language,
+                   "language_probability": language_probability}  # fmt: skip
     else:
         values |= {"status": S.PENDING if retry else S.FAILED, "last_error": error}
     with db.session() as s:

@@ -2,18 +2,24 @@
 
 Every format names the speaker on every cue or line (WebVTT with a ``<v Name>``
 voice span). Input is a sequence of ``TimedPhrase``; rendering is pure.
+
+Where the tracks' languages are known, the formats carry them: JSON on every phrase; WebVTT
+in a ``Language:`` header (one language) or a ``<lang>`` span on every cue (several), and a
+``NOTE`` naming each participant's language and how it was found; SubRip, which has no header,
+beside the speaker's name when a meeting has more than one language (one file, one language
+otherwise: players take it from the file name, ``meeting.es.srt``); Markdown under the title.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from heard.registry import Registry
 
-__all__ = ["FORMATS", "TimedPhrase", "TranscriptDoc", "render"]
+__all__ = ["FORMATS", "SpokenLanguage", "TimedPhrase", "TranscriptDoc", "render"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +34,19 @@ class TimedPhrase:
     start_at: datetime | None = None
     """Wall-clock time, when the meeting's start is known (stored meetings)."""
     end_at: datetime | None = None
+    language: str | None = None
+    """The language of the speaker's track, when known."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpokenLanguage:
+    code: str
+    probability: float | None = None
+    """Of the detection; None when the language was given."""
+
+    def __str__(self) -> str:
+        how = "given" if self.probability is None else f"detected, {self.probability:.2f}"
+        return f"{self.code} ({how})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +55,17 @@ class TranscriptDoc:
     title: str = ""
     started_at: datetime | None = None
     meeting_id: str | None = None
+    languages: Mapping[str, SpokenLanguage] = field(default_factory=dict)
+    """Each participant's language, when known."""
+
+    @property
+    def language_codes(self) -> set[str]:
+        return {language.code for language in self.languages.values()}
+
+    def languages_line(self) -> str:
+        return "Languages: " + "; ".join(
+            f"{name} {language}" for name, language in sorted(self.languages.items())
+        )
 
 
 def _clock(seconds: float, sep: str) -> str:
@@ -58,13 +88,20 @@ def render_json(doc: TranscriptDoc) -> str:
         if p.start_at is not None and p.end_at is not None:
             item["start_at"] = p.start_at.isoformat()
             item["end_at"] = p.end_at.isoformat()
+        if p.language is not None:
+            item["language"] = p.language
         out.append(item)
     return json.dumps(out, ensure_ascii=False, indent=1) + "\n"
 
 
 def render_srt(doc: TranscriptDoc) -> str:
+    several = len(doc.language_codes) > 1
+
+    def speaker(p: TimedPhrase) -> str:
+        return f"{p.participant} [{p.language}]" if several and p.language else p.participant
+
     cues = [
-        f"{i}\n{_clock(p.start_s, ',')} --> {_clock(p.end_s, ',')}\n{p.participant}: {p.text}\n"
+        f"{i}\n{_clock(p.start_s, ',')} --> {_clock(p.end_s, ',')}\n{speaker(p)}: {p.text}\n"
         for i, p in enumerate(doc.phrases, 1)
     ]
     return "\n".join(cues)
@@ -76,18 +113,31 @@ def _vtt_escape(text: str) -> str:
 
 def render_vtt(doc: TranscriptDoc) -> str:
     header = "WEBVTT" + (f" - {doc.title}" if doc.title else "") + "\n"
-    cues = [
+    codes = doc.language_codes
+    if len(codes) == 1:
+        header += f"Language: {next(iter(codes))}\n"
+    blocks = [header]
+    if doc.languages:
+        blocks.append(f"NOTE {_vtt_escape(doc.languages_line())}\n")
+
+    def text(p: TimedPhrase) -> str:
+        escaped = _vtt_escape(p.text)
+        return f"<lang {p.language}>{escaped}</lang>" if len(codes) > 1 and p.language else escaped
+
+    blocks += [
         f"{_clock(p.start_s, '.')} --> {_clock(p.end_s, '.')}\n"
-        f"<v {_vtt_escape(p.participant)}>{_vtt_escape(p.text)}\n"
+        f"<v {_vtt_escape(p.participant)}>{text(p)}\n"
         for p in doc.phrases
     ]
-    return "\n".join([header, *cues])
+    return "\n".join(blocks)
 
 
 def render_md(doc: TranscriptDoc) -> str:
     lines = [f"# {doc.title or 'Transcript'}", ""]
     if doc.started_at is not None:
         lines += [f"*{doc.started_at.isoformat(timespec='seconds')}*", ""]
+    if doc.languages:
+        lines += [f"*{doc.languages_line()}*", ""]
     for p in doc.phrases:
         lines.append(f"**{p.participant}** `{_short(p.start_s)}` {p.text}  ")
     return "\n".join(lines).rstrip() + "\n"

@@ -76,6 +76,9 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
             attempts=t.attempts,
             offset_s=t.offset_s,
             last_error=t.last_error,
+            language=t.language,
+            language_probability=t.language_probability,
+            language_asked=t.language_asked,
         )
         for t in track_states(db, m.id, owner)
     ]
@@ -86,7 +89,8 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
 def create(body: MeetingIn, user: Caller, settings: Settings) -> MeetingOut:
     """Create a meeting whose participants' tracks are still to be uploaded."""
     specs = [
-        TrackSpec(p.name, "", p.offset_s, None, TrackStatus.RECORDING) for p in body.participants
+        TrackSpec(p.name, "", p.offset_s, None, TrackStatus.RECORDING, p.language)
+        for p in body.participants
     ]
     meeting_id = create_meeting(
         settings.db, title=body.title, tracks=specs, started_at=body.started_at, owner=user.owner
@@ -192,7 +196,13 @@ def run(
 @router.get("/{meeting_id}/phrases", response_model=list[PhraseOut], responses=NOT_FOUND)
 def phrases(meeting_id: uuid.UUID, user: Caller, settings: Settings) -> list[PhraseOut]:
     return [
-        PhraseOut(participant=p.participant, start=p.start_s, end=p.end_s, text=p.text)
+        PhraseOut(
+            participant=p.participant,
+            start=p.start_s,
+            end=p.end_s,
+            text=p.text,
+            language=p.language,
+        )
         for p in meeting_phrases(settings.db, meeting_id, user.owner)
     ]
 
