@@ -12,7 +12,8 @@ For each model at hand (tiny.en, bundled; base, heard[multilingual]; any other n
   same audio fed in 100 ms pieces: WER of its finals and its RTF.
 
 Also the language each model detects on each recording (English-only models say en).
-The recordings are tests/data/audio (licences in tests/data/README.md).
+The recordings are tests/data/audio (licences in tests/data/README.md), and, for multilingual
+models, a Spanish sentence spoken by espeak-ng (made here, when espeak-ng is installed).
 
 Usage: python bench/models.py [--model base] [--repeat 3] [--json]
 """
@@ -21,6 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,17 @@ RECORDINGS = [
      "vanished behind the curtain on the left."),
     ("stereo_diarization.wav", 1, "The horizon seems extremely distant."),
 ]  # fmt: skip
+
+
+SPANISH = "Buenos días a todos. Vamos a revisar el plan de lanzamiento de la aplicación móvil."
+
+
+def spanish(folder: Path) -> Path | None:
+    if shutil.which("espeak-ng") is None:
+        return None
+    path = folder / "es.wav"
+    subprocess.run(["espeak-ng", "-v", "es", "-s", "140", "-w", str(path), SPANISH], check=True)
+    return path
 
 
 def best_of(repeat: int, run: Any) -> tuple[float, Any]:
@@ -69,13 +84,16 @@ def streamed(whisper: WhisperOptions, samples: Any) -> str:
     return " ".join(finals)
 
 
-def measure(name: str, repeat: int) -> list[dict[str, Any]]:
+def measure(name: str, repeat: int, extra: Path | None) -> list[dict[str, Any]]:
     whisper = WhisperOptions(model=name, device="cpu", compute_type="int8")
     heard = FasterWhisperTranscriber(whisper)
     loaded = heard.model
+    recordings = [(AUDIO / file, channel, text) for file, channel, text in RECORDINGS]
+    if extra is not None and loaded.multilingual:
+        recordings.append((extra, None, SPANISH))
     rows = []
-    for file, channel, reference in RECORDINGS:
-        samples = load_audio(AUDIO / file, channel)
+    for path, channel, reference in recordings:
+        samples = load_audio(path, channel)
         audio_s = len(samples) / 16_000
         heard.transcribe(samples)  # warm
         heard_s, heard_out = best_of(repeat, lambda s=samples: heard.transcribe(s))
@@ -85,7 +103,7 @@ def measure(name: str, repeat: int) -> list[dict[str, Any]]:
         stream_s, stream_text = best_of(1, lambda s=samples: streamed(whisper, s))
         rows.append({
             "model": name,
-            "recording": file + ("", "#left", "#right")[0 if channel is None else channel + 1],
+            "recording": path.name + ("", "#left", "#right")[0 if channel is None else channel + 1],
             "audio_s": round(audio_s, 2),
             "language": heard_out.language,
             "language_probability": heard_out.language_probability,
@@ -108,7 +126,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     names = [m.name for m in installed_models() if m.name in ("tiny.en", "base")]
     names += [n for n in args.model or [] if n not in names]
-    rows = [row for name in names for row in measure(name, args.repeat)]
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = spanish(Path(tmp))
+        rows = [row for name in names for row in measure(name, args.repeat, extra)]
     if args.json:
         print(json.dumps(rows, indent=1))
         return
@@ -123,12 +143,12 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['heard_over_raw']:.2f}x"
         )
     for name in names:
-        mine = [r for r in rows if r["model"] == name]
+        mine = [r for r in rows if r["model"] == name and r["recording"] != "es.wav"]
         audio = sum(r["audio_s"] for r in mine)
         mean = {k: sum(r[k] * r["audio_s"] for r in mine) / audio for k in
                 ("heard_wer", "heard_rtf", "streaming_wer", "streaming_rtf")}  # fmt: skip
         print(
-            f"{name}: over {audio:.1f} s of audio, WER {mean['heard_wer']:.3f} offline, "
+            f"{name}: over the {audio:.1f} s of English, WER {mean['heard_wer']:.3f} offline, "
             f"{mean['streaming_wer']:.3f} streaming; RTF {mean['heard_rtf']:.3f} offline, "
             f"{mean['streaming_rtf']:.3f} streaming"
         )

@@ -179,3 +179,24 @@ def test_abuse_benchmark_sees_the_flooder_closed_and_everyone_served() -> None:
     for scenario in ("idle", "during_flood", "after_flood", "beside_50_live",
                      "30_recall_and_write"):  # fmt: skip
         assert result[scenario]["n"] > 0, scenario
+
+
+@pytest.mark.asr
+def test_models_benchmark_measures_every_model_on_the_same_recordings(tmp_path: Path) -> None:
+    bench = load("models")
+    spanish = bench.spanish(tmp_path)
+    assert spanish is not None, "espeak-ng is missing: run the tests through tools/test.sh"
+    tiny, base = bench.measure("tiny.en", 1, spanish), bench.measure("base", 1, spanish)
+    english = ["jfk.flac", "stereo_diarization.wav#left", "stereo_diarization.wav#right"]
+    assert [r["recording"] for r in tiny] == english  # an English model is not given Spanish
+    assert [r["recording"] for r in base] == [*english, "es.wav"]
+    for r in tiny + base:
+        assert r["heard_rtf"] > 0
+        assert r["raw_rtf"] > 0
+        assert r["streaming_rtf"] > 0
+    # the claims of BENCHMARKS.md: both models word for word on the English recordings, base
+    # detecting English there and Spanish on the espeak-ng voice with most words right
+    assert all(r["heard_wer"] == r["raw_wer"] == 0 for r in tiny + base[:3])
+    assert {r["language"] for r in base[:3]} == {"en"}
+    assert base[3]["language"] == "es"
+    assert base[3]["heard_wer"] <= 0.25

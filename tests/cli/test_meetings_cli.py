@@ -29,7 +29,7 @@ SPEC_EXAMPLE = {
 
 
 @pytest.mark.parametrize(
-    "command", ["transcribe", "phrases", "export", "meetings", "status", "worker"]
+    "command", ["transcribe", "phrases", "export", "meetings", "status", "worker", "models"]
 )
 def test_help(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])

@@ -102,7 +102,7 @@ def transcribe(
     tracks: Annotated[
         list[str] | None,
         typer.Argument(
-            help="NAME=FILE[#left|#right][@OFFSET]: one per participant; OFFSET is when their "
+            help="NAME=FILE\\[#left|#right]\\[@OFFSET]: one per participant; OFFSET is when their "
             "track starts in the meeting (seconds or M:SS); #left/#right takes one channel "
             "of a stereo file.",
             show_default=False,
