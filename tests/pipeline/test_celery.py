@@ -295,7 +295,7 @@ def test_a_track_still_recording_is_retried_with_backoff_until_it_is_done(
         db,
         title="live",
         tracks=[
-            TrackSpec("alice", "fake://alice/2"),
+            TrackSpec("alice", "fake://alice/2", language="de"),
             TrackSpec("bob", "fake://bob/1", offset_s=1.0, status=TrackStatus.RECORDING),
         ],
     )
@@ -314,6 +314,9 @@ def test_a_track_still_recording_is_retried_with_backoff_until_it_is_done(
     wait_for(all_done(db, [mid]), 60, "the meeting once recording stopped", workers)
     assert stored(db, mid) == expected(db, mid)
     assert "Retry in" in workers.log_tail()
+    # the language given for a track reached the worker's transcriber and came back stored
+    languages = {t.participant: t.language for t in track_states(db, mid)}
+    assert languages == {"alice": "de", "bob": None}
 
 
 @pytest.mark.asr
