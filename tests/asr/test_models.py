@@ -127,6 +127,40 @@ def test_streaming_detects_the_language_once_and_keeps_it(spanish: Path) -> None
     assert StreamingRecognizer().language == "en"
 
 
+@pytest.mark.system
+def test_the_live_socket_recognizes_with_the_servers_model(tmp_path: Path, spanish: Path) -> None:
+    """`heard serve --model base`: the live socket's audio is heard in Spanish."""
+    from websockets.sync.client import connect
+
+    from heard.asr.audio import load_audio
+    from heard.server.app import ServerSettings, create_app
+    from heard.store.database import Database
+    from heard.store.users import add_user
+    from tests.server.threaded import serving
+
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    base = WhisperOptions(model="base")
+    app = create_app(ServerSettings(db, tmp_path / "up", workspaces=tmp_path / "m", whisper=base))
+    _, token = add_user(db, "ana")
+    pcm = (load_audio(spanish) * 32767).astype("<i2").tobytes()
+    finals: list[str] = []
+    try:
+        with serving(app) as host, connect(f"ws://{host}/v1/live?token={token}") as ws:
+            for i in range(0, len(pcm), 3200):
+                ws.send(pcm[i : i + 3200])
+            ws.send('{"type": "end"}')
+            while len(words_of(" ".join(finals)) & SPANISH_WORDS) < 4:
+                try:
+                    message = json.loads(ws.recv(timeout=60))
+                except TimeoutError:
+                    break
+                if message["type"] == "final":
+                    finals.append(message["text"])
+    finally:
+        db.dispose()
+    assert len(words_of(" ".join(finals)) & SPANISH_WORDS) >= 4, finals
+
+
 def test_each_model_device_and_compute_type_is_loaded_once() -> None:
     a = load_model(WhisperOptions())
     assert load_model(WhisperOptions(language="en", beam_size=1)) is a  # decoding options
