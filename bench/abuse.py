@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -63,19 +64,57 @@ def summary(ms: list[float]) -> dict[str, float]:
 
 
 async def flood(host: str, token: str, seconds: float) -> dict[str, Any]:
-    sent, code = 0, None
+    """Frames as fast as they go, never reading the replies; closed or refused, it connects
+    again at once, until ``seconds`` have passed."""
+    sent, closes, refused, codes = 0, 0, 0, set()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            ws = await websockets.connect(f"ws://{host}/v1/live?token={token}", max_size=None,
+                                          max_queue=None)  # fmt: skip
+        except websockets.InvalidStatus:
+            refused += 1
+            continue
+        async with ws:
+            try:
+                while time.monotonic() < end:
+                    await ws.send(json.dumps({"t_ms": sent, "type": "partial",
+                                              "text": f"w {sent}"}))  # fmt: skip
+                    sent += 1
+                    if sent % 100 == 0:
+                        await asyncio.sleep(0)
+            except websockets.ConnectionClosed as e:
+                closes += 1
+                codes.add(e.rcvd.code if e.rcvd else None)
+    return {"frames_sent": sent, "connections_closed": closes, "close_codes": sorted(codes),
+            "connections_refused": refused}  # fmt: skip
+
+
+async def at_the_limit(host: str, token: str, seconds: float, per_s: float) -> dict[str, Any]:
+    """A client as heavy as its rate limit lets it be: ``per_s`` events a second (partials of
+    a growing turn, a final every 20th), replies read as they come."""
+    sent, answers = 0, 0
     end = time.monotonic() + seconds
     async with websockets.connect(f"ws://{host}/v1/live?token={token}", max_size=None,
                                   max_queue=None) as ws:  # fmt: skip
-        try:
-            while time.monotonic() < end:
-                await ws.send(json.dumps({"t_ms": sent, "type": "partial", "text": f"w {sent}"}))
-                sent += 1
-                if sent % 100 == 0:
-                    await asyncio.sleep(0)
-        except websockets.ConnectionClosed as e:
-            code = e.rcvd.code if e.rcvd else None
-    return {"frames_sent": sent, "closed_with": code}
+
+        async def read() -> None:
+            nonlocal answers
+            with contextlib.suppress(websockets.ConnectionClosed):
+                async for _ in ws:
+                    answers += 1
+
+        reader = asyncio.create_task(read())
+        started = time.monotonic()
+        while time.monotonic() < end:
+            words = [f"word{sent % 20}", *(f"w{i}" for i in range(sent % 20))]
+            kind = "final" if sent % 20 == 19 else "partial"
+            await ws.send(json.dumps({"t_ms": sent * 10, "type": kind, "text": " ".join(words)}))
+            sent += 1
+            await asyncio.sleep(max(0.0, started + sent / per_s - time.monotonic()))
+        await ws.close()
+        await reader
+    return {"events_sent": sent, "answers": answers}
 
 
 async def live_client(host: str, token: str, turns: list[dict[str, Any]]) -> None:
@@ -111,7 +150,7 @@ def run(
 ) -> dict[str, Any]:
     """The scenarios: ``live`` clients streaming ``turns`` turns, ``writers`` clients of recall
     and writes, a flood of up to ``seconds`` (idle and after-flood windows: half that)."""
-    users = ["timed", "flooder", *(f"live{i}" for i in range(live)),
+    users = ["timed", "flooder", "steady", *(f"live{i}" for i in range(live)),
              *(f"rw{i}" for i in range(writers))]  # fmt: skip
     out: dict[str, Any] = {}
     with serving(users, src) as (host, tokens, _):
@@ -125,6 +164,10 @@ def run(
         out["during_flood"] = summary(recalls(host, tokens["timed"], done))
         out["after_flood"] = summary(recalls(host, tokens["timed"], seconds / 2))
         out["flooder"] = flooded[0] if flooded else {}
+
+        done, steady = _background(at_the_limit(host, tokens["steady"], seconds, 95.0))
+        out["beside_one_at_its_limit"] = summary(recalls(host, tokens["timed"], done))
+        out["client_at_its_limit"] = steady[0] if steady else {}
 
         spoken = turns_of(conversations()[1])[:turns]
 

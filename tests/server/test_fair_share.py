@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 import heard.server.live as live_module
@@ -147,4 +147,82 @@ def test_a_client_that_does_not_read_is_closed(
     # and everyone else is served as before
     with connect(f"ws://{host}/v1/live?token={other_token}") as ws:
         ws.send(partial(0, "still here"))
+        assert json.loads(ws.recv(timeout=30))["type"] == "hypothesis"
+
+
+def closed_with(host: str, token: str, frames: int) -> ConnectionClosed | None:
+    """Send ``frames`` events as fast as they go, never reading; how the server closed it."""
+    try:
+        with connect(f"ws://{host}/v1/live?token={token}", max_queue=None) as ws:
+            for i in range(frames):
+                ws.send(partial(i))
+            ws.recv(timeout=30)  # the first answer: the sends were taken in
+    except ConnectionClosed as e:
+        return e
+    return None
+
+
+@pytest.fixture
+def three_users(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", workspaces=tmp_path / "memory"))
+    tokens = [add_user(db, name)[1] for name in ("ana", "bo", "cy")]
+    try:
+        with serving(app) as host:
+            yield host, tokens
+    finally:
+        db.dispose()
+
+
+def at_once(host: str, tokens: list[str], frames: int) -> list[ConnectionClosed | None]:
+    results: list[ConnectionClosed | None] = []
+    threads = [
+        threading.Thread(target=lambda t=t: results.append(closed_with(host, t, frames)))
+        for t in tokens
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_the_limit_is_the_tokens_over_all_its_connections(
+    three_users: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two connections of one token, each under the burst, together over it: one is closed
+    (or both, as their frames interleave); two connections of two tokens, the same sizes, are
+    both served."""
+    monkeypatch.setattr(live_module, "EVENT_BURST", 300)
+    monkeypatch.setattr(live_module, "EVENTS_PER_S", 1)
+    host, (ana, bo, cy) = three_users
+    assert at_once(host, [bo, cy], 200) == [None, None]
+    same = at_once(host, [ana, ana], 200)
+    closed = [r for r in same if r is not None]
+    assert closed, "one token sent 400 events under a burst of 300"
+    assert all(r.rcvd is not None and r.rcvd.code == 1008 for r in closed)
+
+
+def test_a_token_closed_for_its_rate_is_refused_a_while_and_others_are_not(
+    served: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live_module, "EVENT_BURST", 50)
+    monkeypatch.setattr(live_module, "EVENTS_PER_S", 1)
+    monkeypatch.setattr(live_module, "BARRED_S", 3.0)
+    monkeypatch.setattr(live_module, "REFUSAL_DELAY_S", 0.1)
+    host, flooder, other = served
+    first = closed_with(host, flooder, 500)
+    assert first is not None
+    assert first.rcvd is not None
+    assert "no new connection for 3 s" in first.rcvd.reason
+    # reconnecting at once buys no new burst: refused before any work
+    with pytest.raises(InvalidStatus) as refused:
+        connect(f"ws://{host}/v1/live?token={flooder}")
+    assert refused.value.response.status_code == 403
+    with connect(f"ws://{host}/v1/live?token={other}") as ws:
+        ws.send(partial(0, "still here"))
+        assert json.loads(ws.recv(timeout=30))["type"] == "hypothesis"
+    time.sleep(3.0)  # the bar lifted: served again, within what is left of its burst
+    with connect(f"ws://{host}/v1/live?token={flooder}") as ws:
+        ws.send(partial(0, "back"))
         assert json.loads(ws.recv(timeout=30))["type"] == "hypothesis"

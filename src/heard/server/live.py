@@ -32,11 +32,15 @@ surrogate, a speaker over 200 characters) too, naming the field; an oversize fra
 
 No connection can starve the others. Frames are read one at a time (the next only once the
 last is handled, so what waits is bounded by the socket and uvicorn's queue of 32 frames);
-each connection may send 100 transcript events a second (bursts of 400) and twice real time
-of audio (bursts of 10 s): beyond that it gets ``{"type": "error", "detail": ...}`` and a
-close with 1008. Recognition, recall and storing run in worker threads; what stays on the
-event loop per event (parsing, one stabilizer step) is bounded by that rate. A client that
-does not take its messages (one waits over 10 s, or 1,000 pile up) is closed with 1008.
+each token may send 100 transcript events a second (bursts of 400) and twice real time of
+audio (bursts of 10 s), over all its connections: beyond that the connection gets
+``{"type": "error", "detail": ...}`` and a close with 1008, and the token may open no live
+connection for the next 10 s (refused at the handshake after a second's wait, before any
+work), so reconnecting does not buy a flooder a new burst, nor the server a handshake a
+millisecond. Recognition, recall and storing run in worker threads;
+what stays on the event loop per event (parsing, one stabilizer step) is bounded by that
+rate. A client that does not take its messages (one waits over 10 s, or 1,000 pile up) is
+closed with 1008.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ from heard.server.messages import (
     Release,
     Translation,
 )
-from heard.store.users import authenticate
+from heard.store.users import authenticate, digest
 from heard.transcript.events import TranscriptEvent, parse_event
 from heard.transcript.stabilizer import TranscriptStep
 
@@ -97,6 +101,10 @@ a partial every 100-500 ms per speaker)."""
 AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
 """PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
 of 10 s."""
+BARRED_S = 10.0
+"""How long a token closed for going over a rate limit may open no live connection."""
+REFUSAL_DELAY_S = 1.0
+"""How long a barred token's connection waits before it is refused."""
 OUTBOX_LIMIT = 1000
 """Messages waiting for a client: one that lets more pile up is not reading, and is closed."""
 SEND_TIMEOUT_S = 10.0
@@ -110,15 +118,27 @@ CLOSE_TOO_BIG = 1009
 def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> None:
     db = settings.db
 
+    quotas: dict[str, _Quota] = {}
+
     @app.websocket("/v1/live")
     async def live(websocket: WebSocket) -> None:
         header = websocket.headers.get("authorization", "")
         token = header[7:] if header.lower().startswith("bearer ") else ""
         token = token or websocket.query_params.get("token", "")
+        quota = quotas.get(digest(token)) if token else None
+        if quota is not None and (wait_s := quota.barred_for()) > 0:
+            # held a moment before the refusal: a client reconnecting in a loop then costs a
+            # sleeping coroutine, not a handshake a millisecond
+            await asyncio.sleep(min(wait_s, REFUSAL_DELAY_S))
+            await websocket.close(
+                code=CLOSE_POLICY, reason=f"over the rate limit: wait {wait_s:.0f} s"
+            )
+            return
         user = await asyncio.to_thread(authenticate, db, token) if token else None
         if user is None:
             await websocket.close(code=CLOSE_POLICY, reason="a valid token is required")
             return
+        quota = quotas.setdefault(digest(token), _Quota())
         mode_name = websocket.query_params.get("mode", "balanced")
         if mode_name not in SELECTABLE_MODES:
             modes = " or ".join(SELECTABLE_MODES)
@@ -192,7 +212,14 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         sender = asyncio.create_task(send_all())
         receiving = asyncio.create_task(
             _receive(
-                websocket, conversation, outbox, outgoing, user.name, connection, settings.whisper
+                websocket,
+                conversation,
+                outbox,
+                outgoing,
+                user.name,
+                connection,
+                settings.whisper,
+                quota,
             )
         )
         stuck = asyncio.create_task(outbox.stuck.wait())
@@ -260,6 +287,22 @@ class _Bucket:
         return True
 
 
+class _Quota:
+    """What one token may still send over all its live connections, and until when it may
+    open none."""
+
+    def __init__(self) -> None:
+        self.events = _Bucket(EVENTS_PER_S, EVENT_BURST)
+        self.pcm = _Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST)
+        self.barred_until = 0.0
+
+    def bar(self) -> None:
+        self.barred_until = time.monotonic() + BARRED_S
+
+    def barred_for(self) -> float:
+        return self.barred_until - time.monotonic()
+
+
 class _Releases:
     """Caption units on their way out: held while a step is fed (they follow the hypothesis
     that released them), sent at once when the captions' timer releases them."""
@@ -304,6 +347,7 @@ async def _receive(
     user: str,
     connection: str,
     whisper: WhisperOptions,
+    quota: _Quota,
 ) -> tuple[int, str] | None:
     """Feed events until the client leaves (None) or sends something wrong (a close code);
     audio frames are recognized with the ``whisper`` model."""
@@ -319,7 +363,7 @@ async def _receive(
     audio: Microphone | None = None
     speaker = websocket.query_params.get("speaker", "you")[:200] or "you"
     number = 0
-    events, pcm = _Bucket(EVENTS_PER_S, EVENT_BURST), _Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST)
+    events, pcm = quota.events, quota.pcm
     received = 0  # audio samples
 
     def too_fast(what: str) -> tuple[int, str]:
@@ -329,8 +373,9 @@ async def _receive(
             f"{EVENTS_PER_S} events/s (bursts of {EVENT_BURST})" if what == "events"
             else f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
         )  # fmt: skip
-        detail = f"over the rate limit of {limit}; closing"
+        detail = f"over the rate limit of {limit}; closing (no new connection for {BARRED_S:g} s)"
         outbox.put_nowait(Error(detail=detail))
+        quota.bar()
         return CLOSE_POLICY, f"frame {number}: {detail}"[:120]
 
     try:
