@@ -31,6 +31,21 @@ def test_the_answer_next_to_the_matching_turn_is_recalled() -> None:
     assert ids == ["c1:1", "c1:0"]
 
 
+def test_a_turn_saying_the_questions_phrase_beats_one_with_its_words_scattered() -> None:
+    index = EvidenceIndex()
+    for i, text in enumerate([
+        "Last month I finally started going to a support group for new parents in town",
+        "The group was my support.",
+    ]):  # fmt: skip
+        index.add(Evidence(f"t{i}", "ana", text, f"c{i}"))
+    # single words alone rank the short turn first (both hold "support" and "group")
+    assert index._bm25.search("support group")[0].doc == 1
+    assert [r.id for r in index.recall("Who went to the support group?", k=2)] == ["t0", "t1"]
+    assert evidence_module.word_pairs("Went to the support-group!") == [
+        "went to", "to the", "the support", "support group"
+    ]  # fmt: skip
+
+
 def test_neighbours_stay_inside_their_conversation() -> None:
     index = EvidenceIndex()
     conversation(index, "a", [("x", "pottery workshop on sunday")])
