@@ -35,7 +35,7 @@ from heard.release.cadence import nearest_rank
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from locomo import conversations, turns_of  # noqa: E402
-from serve import serving  # noqa: E402
+from served import serving  # noqa: E402
 
 UTTERANCES = [
     {"id": f"d{i}", "speaker": t["speaker"], "text": t["text"], "session": t["session"]}

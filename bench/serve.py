@@ -27,13 +27,8 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +41,7 @@ from heard.release.cadence import nearest_rank
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from locomo import conversations, turns_of  # noqa: E402
+from served import serving  # noqa: E402
 
 JFK = HERE.parent / "tests" / "data" / "audio" / "jfk.flac"
 
@@ -84,46 +80,6 @@ async def converse(url: str, events: list[dict[str, Any]], gap_s: float) -> list
             latencies.append((time.perf_counter() - started) * 1000)
             await asyncio.sleep(gap_s)
     return latencies
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@contextmanager
-def serving(users: list[str], src: Path | None = None) -> Iterator[tuple[str, dict[str, str], int]]:
-    """A ``heard serve`` process on SQLite (from the checkout ``src`` when given), with
-    ``users`` added; its ``host:port``, each user's token and its pid. Stopped when the block
-    ends."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp}/serve.db", "HEARD_DENSE": "0"}
-        if src is not None:
-            env["PYTHONPATH"] = str(src)
-        heard = [sys.executable, "-m", "heard"]
-        tokens = {}
-        for name in users:
-            added = subprocess.run([*heard, "users", "add", name], env=env, capture_output=True,
-                                   text=True, check=True)  # fmt: skip
-            tokens[name] = added.stdout.strip()
-        port = free_port()
-        server = subprocess.Popen(
-            [*heard, "serve", "--port", str(port), "--uploads", tmp],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-            yield f"127.0.0.1:{port}", tokens, server.pid
-        finally:
-            server.terminate()
-            server.wait(30)
 
 
 def run_load(n: int, turns: int, partial_ms: int) -> dict[str, Any]:
