@@ -171,6 +171,22 @@ def test_each_model_device_and_compute_type_is_loaded_once() -> None:
     assert load_model(WhisperOptions(compute_type="float32")) is other
 
 
+def test_a_model_is_resolved_once_not_on_every_transcription(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import heard.asr.whisper as whisper_module
+
+    resolved: list[str] = []
+    real = whisper_module.model_files
+    monkeypatch.setattr(whisper_module, "model_files", lambda n: resolved.append(n) or real(n))
+    options = WhisperOptions(model="tiny.en", compute_type="int8_float32")  # a choice of its own
+    transcriber = FasterWhisperTranscriber(options)
+    for _ in range(3):
+        transcriber.transcribe(JFK)
+    StreamingRecognizer(whisper=options)
+    assert resolved == ["tiny.en"]  # a hub name would be asked of the hub each time
+
+
 def test_models_lists_the_bundled_models_with_languages_and_size() -> None:
     names = {m.name: m for m in installed_models()}
     assert names["tiny.en"].languages == "English"

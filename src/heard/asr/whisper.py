@@ -115,6 +115,10 @@ class LoadedModel:
 
 
 _models: dict[tuple[str, str, str, int], LoadedModel] = {}
+"""By (model files, device, compute type, threads): two names of one model share it."""
+_chosen: dict[tuple[str, str, str, int], LoadedModel] = {}
+"""By the choice as given, so that a call after the first resolves nothing again (for a
+Hugging Face name that would ask the hub for its latest revision on every transcription)."""
 _models_lock = threading.Lock()
 
 
@@ -130,6 +134,9 @@ def load_model(options: WhisperOptions) -> LoadedModel:
             "faster-whisper is missing (it comes with heard: reinstall heard)"
         ) from e
     check_language(options.language)
+    chosen = (options.model_name, options.device, options.compute_type, options.cpu_threads)
+    if (loaded := _chosen.get(chosen)) is not None:
+        return loaded
     device = resolve_device(options.device)
     compute_type = resolve_compute_type(options.compute_type, device)
     name = options.model_name
@@ -148,6 +155,7 @@ def load_model(options: WhisperOptions) -> LoadedModel:
                     f"model {name!r}: cannot load it on {device} as {compute_type} ({reason})"
                 ) from None
             _models[key] = LoadedModel(name, whisper, device, compute_type)
+        _chosen[chosen] = _models[key]
         return _models[key]
 
 
