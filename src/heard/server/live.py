@@ -37,10 +37,9 @@ audio (bursts of 10 s), over all its connections: beyond that the connection get
 ``{"type": "error", "detail": ...}`` and a close with 1008, and the token may open no live
 connection for the next 10 s (refused at the handshake after a second's wait, before any
 work), so reconnecting does not buy a flooder a new burst, nor the server a handshake a
-millisecond. Recognition, recall and storing run in worker threads;
-what stays on the event loop per event (parsing, one stabilizer step) is bounded by that
-rate. A client that does not take its messages (one waits over 10 s, or 1,000 pile up) is
-closed with 1008.
+millisecond. Recognition, recall and storing run in worker threads; what stays on the event
+loop per event (parsing, one stabilizer step) is bounded by that rate. A client that does not
+take its messages (one waits over 10 s, or 1,000 pile up) is closed with 1008.
 """
 
 from __future__ import annotations
@@ -125,7 +124,8 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         header = websocket.headers.get("authorization", "")
         token = header[7:] if header.lower().startswith("bearer ") else ""
         token = token or websocket.query_params.get("token", "")
-        quota = quotas.get(digest(token)) if token else None
+        key = digest(token)
+        quota = quotas.get(key) if token else None
         if quota is not None and (wait_s := quota.barred_for()) > 0:
             # held a moment before the refusal: a client reconnecting in a loop then costs a
             # sleeping coroutine, not a handshake a millisecond
@@ -138,7 +138,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         if user is None:
             await websocket.close(code=CLOSE_POLICY, reason="a valid token is required")
             return
-        quota = quotas.setdefault(digest(token), _Quota())
+        quota = quotas.setdefault(key, _Quota())
         mode_name = websocket.query_params.get("mode", "balanced")
         if mode_name not in SELECTABLE_MODES:
             modes = " or ".join(SELECTABLE_MODES)
