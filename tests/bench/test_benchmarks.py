@@ -114,9 +114,10 @@ def test_locomo_recall_beats_bm25s_on_the_same_turns(monkeypatch: pytest.MonkeyP
     assert heard["n"] == peer["n"] > 700
     for k in (1, 5, 10, 25):
         assert heard[f"R@{k}"] > peer[f"R@{k}"]
-    assert heard["R@10"] >= 0.75  # 0.701 before the session signal, 0.745 before word pairs
+    # 0.701 before the session signal, 0.745 before word pairs, 0.756 before dates
+    assert heard["R@10"] >= 0.76
     dense = result["heard+dense"]["all"]  # heard[dense] is part of dev: MiniLM, with numpy
-    assert dense["R@10"] >= 0.775  # 0.7797; 0.761 before word pairs
+    assert dense["R@10"] >= 0.78  # 0.761 before word pairs, 0.7797 before dates
     assert dense["R@10"] > result["bm25s+MiniLM"]["all"]["R@10"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 
@@ -110,6 +111,20 @@ async def test_partials_never_become_evidence() -> None:
     first, second = conv.contexts
     assert first.evidence == ()
     assert [r.id for r in second.evidence] == ["c1:user#1"]
+
+
+async def test_a_final_is_remembered_with_when_it_was_said() -> None:
+    """So that a later question naming the day ("what did I say on 3 March?") favours it."""
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever)
+    t = await say(conv, 0, "the boat trip is on")
+    before = datetime.now(UTC)
+    await conv.feed(final(t, "The boat trip is on."))
+    after = datetime.now(UTC)
+    await conv.join()
+    (said,) = retriever.remembered
+    assert said.t is not None
+    assert before <= said.t <= after
 
 
 async def test_a_new_strong_signal_bypasses_the_debounce() -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -149,22 +150,32 @@ WORDS = ["lisbon", "march", "sister", "budget", "dog", "ana", "ben", "green", "k
             st.sampled_from(["Ana", "Ben", "Cy"]),  # speaker
             st.integers(0, 2),  # conversation
             st.sampled_from(["", "s1", "s2"]),  # session
+            st.sampled_from([None, 1, 10, 20]),  # the day of June 2023 it was said
         ),
         min_size=1,
         max_size=120,
     ),
     query=st.lists(st.sampled_from([*WORDS, "cy"]), min_size=1, max_size=4),
+    when=st.sampled_from(["", " on June 10, 2023", " on 2023-06-20", " in June"]),
     k=st.integers(1, 8),
 )
 def test_recall_over_the_candidates_equals_recall_over_every_item(
-    turns: list[tuple[list[str], str, int, str]], query: list[str], k: int
+    turns: list[tuple[list[str], str, int, str, int | None]], query: list[str], when: str, k: int
 ) -> None:
     """Leaving out items that cannot reach the top never changes the answer (ties included)."""
     index = EvidenceIndex()
     index.extend(
-        Evidence(f"d{i}", speaker, " ".join(words), f"c{conv}", None, session)
-        for i, (words, speaker, conv, session) in enumerate(turns)
+        Evidence(
+            f"d{i}",
+            speaker,
+            " ".join(words),
+            f"c{conv}",
+            datetime(2023, 6, day, 12, tzinfo=UTC) if day else None,
+            session,
+        )
+        for i, (words, speaker, conv, session, day) in enumerate(turns)
     )
+    query = [*query, when]
     saved = evidence_module.FULL_PASS_RATIO, evidence_module.SESSION_CANDIDATES
     everything = EvidenceIndex._candidates
     try:
@@ -217,3 +228,73 @@ def test_a_turn_next_to_a_dense_match_shares_in_it() -> None:
     )
     ranked = [h.id for h in index.recall("young dog?", k=5)]
     assert ranked[:2] == ["A", "B"]  # B has no word and no meaning of its own in common
+
+
+JUNE_10 = datetime(2023, 6, 10, 15, 30, tzinfo=UTC)
+
+
+def dated(index: EvidenceIndex, days_after_june_10: list[int], text: str) -> None:
+    index.extend(
+        Evidence(f"d{n}", "Ana", text, f"c{n}", JUNE_10 + timedelta(days=n))
+        for n in days_after_june_10
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("What did Ana paint on June 10, 2023?", {"d0", "d2"}),  # that day and 2 days after
+        ("What did Ana paint on 10 June?", {"d0", "d2"}),  # any year the memory holds
+        ("What did Ana paint in July 2023?", {"d30"}),
+        ("What did Ana paint in 2024?", {"d400"}),
+        ("What did Ana paint on 2023-06-10?", {"d0", "d2"}),
+    ],
+)
+def test_a_question_naming_a_day_favours_what_was_said_then(question: str, first: set[str]) -> None:
+    index = EvidenceIndex()
+    # d-20 is heard first and says the most: it wins whenever the date is not read
+    index.add(
+        Evidence("d-20", "Ana", "I paint, paint, paint a sunset", "c", JUNE_10 - timedelta(20))
+    )
+    dated(index, [0, 2, 7, 30, 400], "I paint a sunset")
+    ranked = [h.id for h in index.recall(question, k=6)]
+    assert set(ranked[: len(first)]) == first, ranked
+
+
+def test_without_a_date_or_a_time_the_order_is_the_words_alone() -> None:
+    index = EvidenceIndex()
+    dated(index, [7, 0], "I paint a sunset")
+    # no date named: position breaks the tie
+    assert [h.id for h in index.recall("What did Ana paint?", k=2)] == ["d7", "d0"]
+    undated = EvidenceIndex()
+    undated.extend(Evidence(f"u{i}", "Ana", "I paint a sunset", "c") for i in range(2))
+    assert [h.id for h in undated.recall("What did Ana paint on June 10, 2023?", k=2)] == [
+        "u0",
+        "u1",
+    ]
+
+
+def test_a_run_of_weaker_turns_said_on_the_named_day_is_not_left_out_of_the_candidates() -> None:
+    """Each B matches a third of A, under the floor A sets without the date; said on the
+    named day, the middle one wins on spread x2.5, so the floor must count the date."""
+    index = EvidenceIndex()
+    index.add(Evidence("A", "Ana", "alpha bravo", "c1", JUNE_10))
+    index.extend(
+        Evidence(f"B{i}", "Ben", "alpha yankee", "c2", JUNE_10 + timedelta(days=10))
+        for i in range(5)
+    )
+    index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(20))
+    assert [h.id for h in index.recall("alpha bravo", k=1)] == ["A"]
+    assert [h.id for h in index.recall("alpha bravo on June 20, 2023", k=1)] == ["B2"]
+
+
+def test_a_day_kept_in_utc_still_counts_when_it_was_the_next_day_for_the_speaker() -> None:
+    index = EvidenceIndex()
+    index.add(Evidence("week-before", "Ana", "I paint a sunset", "c", JUNE_10 - timedelta(7)))
+    # 23:30 UTC on 9 June: already 10 June where Ana lives
+    late = datetime(2023, 6, 9, 23, 30, tzinfo=UTC)
+    index.add(Evidence("late", "Ana", "I paint a sunset", "c2", late))
+    assert [h.id for h in index.recall("What did Ana paint on June 10, 2023?", k=2)] == [
+        "late",
+        "week-before",
+    ]

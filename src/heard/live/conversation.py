@@ -34,6 +34,7 @@ import contextlib
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from heard.memory.evidence import Evidence, Recalled
@@ -380,7 +381,11 @@ class Conversation:
             turn.wasted += 1
         turn.task = None
         evidence = Evidence(
-            f"{self.conversation_id}:{turn.id}", event.speaker, event.text, self.conversation_id
+            f"{self.conversation_id}:{turn.id}",
+            event.speaker,
+            event.text,
+            self.conversation_id,
+            datetime.now(UTC),  # when it was said: recall favours it for a question naming the day
         )
         self._remembering = asyncio.ensure_future(
             self._remember_after(self._remembering, evidence, str(turn.id))

@@ -15,7 +15,9 @@ plus two signals a conversation carries, both measured on LoCoMo's dev set
   turn where the question's topic is being discussed beats an equal match elsewhere;
 * word pairs: adjacent words, kept as they are (stopwords too: "went to", "support group"),
   are a second BM25 field beside the stemmed single words, at half their weight: a turn that
-  says the question's phrase beats one that has its words scattered.
+  says the question's phrase beats one that has its words scattered;
+* the date: a question that names days ("on 13 October, 2023", "in June", when.py) favours
+  the turns said in them or in the few days after (their final score x2.5).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 from heard.errors import InputError
 from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
+from heard.memory.when import named_dates
 from heard.transcript.tokenize import tokenize
 
 __all__ = ["MAX_QUERY_CHARS", "Evidence", "EvidenceIndex", "Recalled", "embedded_text"]
@@ -63,6 +66,16 @@ stemmed words without stopwords: 0.747; skip-pairs and triples: no better)."""
 DENSE_WEIGHT = 0.9
 """With an embedder: lexical / best lexical + DENSE_WEIGHT x cosine (LoCoMo dev R@10 with word
 pairs: 0.780; 0.773 at 0.6, 0.779 at 0.85, 0.776 at 0.95; before pairs 0.75 was best)."""
+DATE_BOOST = 2.5
+"""A turn said in the days a question names ("on 13 October, 2023", "in June"): its final
+score x2.5 (LoCoMo dev R@10, each turn's time its session's: lexical 0.756 -> 0.772, dense
+0.780 -> 0.798; x1.5: 0.763 and 0.795, x2: 0.770 and 0.798, x3: 0.773 and 0.797; the date's
+words also taken out of the lexical query: no better)."""
+DATE_GRACE_DAYS = 3
+"""An event is told of on its day or in the days after: a turn up to this many days after the
+named ones counts as said in them (LoCoMo dev R@10 with the dense scout: 0 days 0.797, 2-3
+0.798, 7 0.795), and so does one the day before (a time kept in UTC can fall on the day before
+the speaker's own: 0.798 all the same)."""
 COSINE_NEIGHBOUR_SHARE = 0.25
 """The cosine's share to neighbours (LoCoMo dev R@10: none 0.754, 0.15 0.757, 0.25 0.764,
 0.5 0.757)."""
@@ -116,6 +129,8 @@ class EvidenceIndex:
         self._speaker_ids: dict[str, int] = {}
         self._session_of = array("i")  # -1: no session
         self._session_ids: dict[tuple[str, str], int] = {}
+        self._day = array("i")  # the day it was said (proleptic ordinal), 0: not known
+        self._years: set[int] = set()
         self._ids: dict[str, int] = {}
         self.truncated_last_query = False
 
@@ -171,6 +186,9 @@ class EvidenceIndex:
         self._session_of.append(
             self._session_ids.setdefault(key, len(self._session_ids)) if evidence.session else -1
         )
+        self._day.append(evidence.t.date().toordinal() if evidence.t is not None else 0)
+        if evidence.t is not None:
+            self._years.add(evidence.t.year)
         self._items.append(evidence)
         self._ids[evidence.id] = doc
 
@@ -187,8 +205,10 @@ class EvidenceIndex:
         if pairs:
             scores += np.float32(PAIR_WEIGHT) * self._pairs.score_vector(pairs)
         named = [self._speaker_ids[t] for t in set(tokenize(query)) if t in self._speaker_ids]
+        dated = self._said_on(query)
         dense = self.embedder is not None and self._dense is not None
-        targets = self._candidates(scores, k, everything=dense, boost=SPEAKER_BOOST if named else 1)
+        boost = (SPEAKER_BOOST if named else 1) * (DATE_BOOST if dated is not None else 1)
+        targets = self._candidates(scores, k, everything=dense, boost=boost)
         if not len(targets) and not dense:
             return []
         near = [np.frombuffer(n, dtype=np.int32) for n in self._near]
@@ -203,6 +223,8 @@ class EvidenceIndex:
             spread[np.isin(speakers, named)] *= SPEAKER_BOOST
         if self.embedder is not None and self._dense is not None:
             targets, spread = self._fuse(query, targets, spread, len(scores))
+        if dated is not None:
+            spread[dated[targets]] *= DATE_BOOST
         k = min(k, len(spread))
         kth = spread[np.argpartition(-spread, k - 1)[:k]].min()
         # everything tied with the k-th score stays in, so ties break by position, not by chance
@@ -214,6 +236,20 @@ class EvidenceIndex:
             key=lambda x: (-x[1], x[0]),
         )[:k]
         return self._recalled(best)
+
+    def _said_on(self, query: str) -> np.ndarray | None:
+        """Which items were said in the days ``query`` names, from the day before to
+        DATE_GRACE_DAYS after (None: it names none, or none was said then)."""
+        if not self._years:
+            return None
+        ranges = [r for named in named_dates(query) for r in named.days(sorted(self._years))]
+        if not ranges:
+            return None
+        days = np.frombuffer(self._day, dtype=np.int32)
+        said = np.zeros(len(days), dtype=bool)
+        for first, last in ranges:
+            said |= (days >= first - 1) & (days <= last + DATE_GRACE_DAYS)
+        return said if said.any() else None
 
     def _candidates(
         self, scores: np.ndarray, k: int, *, everything: bool, boost: float = 1.0
