@@ -298,3 +298,25 @@ def test_a_day_kept_in_utc_still_counts_when_it_was_the_next_day_for_the_speaker
         "late",
         "week-before",
     ]
+
+
+def test_a_dated_turn_that_matches_nothing_itself_still_rides_on_its_neighbours() -> None:
+    """B2 matches no word; its neighbours each match a little more than a third of an A,
+    under the floor the five As set. Said on the named day, B2's share of them beats every
+    A: it must be a candidate for what its neighbours match, not only for its own words."""
+    index = EvidenceIndex()
+    index.extend(Evidence(f"A{i}", "Ana", "alpha bravo", f"a{i}", JUNE_10) for i in range(5))
+    index.extend(
+        Evidence(
+            f"B{i}",
+            "Ben",
+            "zulu" if i == 2 else "alpha yankee yankee",
+            "c2",
+            JUNE_10 + timedelta(days=10),
+        )
+        for i in range(5)
+    )
+    # enough others that the candidates are collected, not every item scored
+    index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(100))
+    recalled = {h.id for h in index.recall("alpha bravo on June 20, 2023", k=5)}
+    assert recalled == {f"B{i}" for i in range(5)}

@@ -207,8 +207,8 @@ class EvidenceIndex:
         named = [self._speaker_ids[t] for t in set(tokenize(query)) if t in self._speaker_ids]
         dated = self._said_on(query)
         dense = self.embedder is not None and self._dense is not None
-        boost = (SPEAKER_BOOST if named else 1) * (DATE_BOOST if dated is not None else 1)
-        targets = self._candidates(scores, k, everything=dense, boost=boost)
+        boost = SPEAKER_BOOST if named else 1
+        targets = self._candidates(scores, k, everything=dense, boost=boost, dated=dated)
         if not len(targets) and not dense:
             return []
         near = [np.frombuffer(n, dtype=np.int32) for n in self._near]
@@ -252,15 +252,23 @@ class EvidenceIndex:
         return said if said.any() else None
 
     def _candidates(
-        self, scores: np.ndarray, k: int, *, everything: bool, boost: float = 1.0
+        self,
+        scores: np.ndarray,
+        k: int,
+        *,
+        everything: bool,
+        boost: float = 1.0,
+        dated: np.ndarray | None = None,
     ) -> np.ndarray:
         """The items whose final score can reach the top: the best ``depth`` (k, or the
         session signal's candidates) are among them. An item that is under
         ``floor = depth-th score / ((1 + SPREAD) x boost)`` and whose neighbours all are,
         gains less than ``SPREAD x floor`` from them and, boosted, stays under the depth-th
         score: it can be left out. The rest are the items over the floor and their
-        neighbours. With ``everything`` (the dense scout scores every item) the floor is 0:
-        every match and its neighbours."""
+        neighbours; and of the items said on the days the query names (``dated``), which
+        climb DATE_BOOST times higher, those that are or have a neighbour over
+        ``floor / DATE_BOOST``. With ``everything`` (the dense scout scores every item) the
+        floor is 0: every match and its neighbours."""
         n = len(scores)
         depth = min(n, max(SESSION_CANDIDATES, 4 * k) if self._session_ids else k)
         floor = 0.0
@@ -274,6 +282,13 @@ class EvidenceIndex:
         chosen[seeds] = True
         for m in self._near:
             chosen[np.frombuffer(m, dtype=np.int32)[seeds]] = True
+        if dated is not None and floor > 0:
+            said = np.flatnonzero(dated)
+            padded = np.append(scores, scores.dtype.type(0))
+            best = scores[said]
+            for m in self._near:
+                best = np.maximum(best, padded[np.frombuffer(m, dtype=np.int32)[said]])
+            chosen[said[best >= floor / DATE_BOOST]] = True
         result: np.ndarray = np.flatnonzero(chosen[:n])
         return result
 
