@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -320,3 +320,19 @@ def test_a_dated_turn_that_matches_nothing_itself_still_rides_on_its_neighbours(
     index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(100))
     recalled = {h.id for h in index.recall("alpha bravo on June 20, 2023", k=5)}
     assert recalled == {f"B{i}" for i in range(5)}
+
+
+@pytest.mark.parametrize("day", range(4, 14))
+def test_a_time_with_an_offset_ranks_as_the_same_time_read_back_in_utc(day: int) -> None:
+    """The database keeps UTC: an index that heard "01:00 on 10 June, +10:00" and one read
+    back with "15:00 on 9 June, UTC" answer every dated question alike."""
+    sydney = timezone(timedelta(hours=10))
+    heard, read_back = EvidenceIndex(), EvidenceIndex()
+    for index, t in ((heard, datetime(2023, 6, 10, 1, tzinfo=sydney)),
+                     (read_back, datetime(2023, 6, 9, 15, tzinfo=UTC))):  # fmt: skip
+        index.add(Evidence("before", "Ana", "I paint a sunset", "c1", JUNE_10 - timedelta(30)))
+        index.add(Evidence("said", "Ana", "I paint a sunset", "c2", t))
+    question = f"What did Ana paint on June {day}, 2023?"
+    assert [h.id for h in heard.recall(question, k=2)] == [
+        h.id for h in read_back.recall(question, k=2)
+    ]

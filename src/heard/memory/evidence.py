@@ -25,7 +25,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import pairwise
 
 import numpy as np
@@ -129,7 +129,7 @@ class EvidenceIndex:
         self._speaker_ids: dict[str, int] = {}
         self._session_of = array("i")  # -1: no session
         self._session_ids: dict[tuple[str, str], int] = {}
-        self._day = array("i")  # the day it was said (proleptic ordinal), 0: not known
+        self._day = array("i")  # the UTC day it was said (proleptic ordinal), 0: not known
         self._years: set[int] = set()
         self._ids: dict[str, int] = {}
         self.truncated_last_query = False
@@ -186,9 +186,14 @@ class EvidenceIndex:
         self._session_of.append(
             self._session_ids.setdefault(key, len(self._session_ids)) if evidence.session else -1
         )
-        self._day.append(evidence.t.date().toordinal() if evidence.t is not None else 0)
-        if evidence.t is not None:
-            self._years.add(evidence.t.year)
+        if evidence.t is None:
+            self._day.append(0)
+        else:
+            # the UTC day, as the database keeps it: an index read back ranks as the one that
+            # heard it (a time without a zone is taken as UTC)
+            said = evidence.t.astimezone(UTC) if evidence.t.tzinfo is not None else evidence.t
+            self._day.append(said.date().toordinal())
+            self._years.add(said.year)
         self._items.append(evidence)
         self._ids[evidence.id] = doc
 
