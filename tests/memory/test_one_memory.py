@@ -18,15 +18,24 @@ from heard.store.users import add_user
 from tests.cli.run import heard
 
 PAGES = Path(__file__).resolve().parents[1] / "data" / "memory" / "pages"
+# times with offsets: the REST server indexes them as posted, the CLI as the database keeps
+# them (UTC); d1 is 10 June in Sydney and 9 June in UTC
 UTTERANCES = [
-    {"id": "d1", "speaker": "Maya", "text": "Rhea moved the launch to Friday.", "session": "s1"},
+    {"id": "d1", "speaker": "Maya", "text": "Rhea moved the launch to Friday.", "session": "s1",
+     "t": "2023-06-10T01:00:00+10:00"},
     {"id": "d2", "speaker": "Rhea", "text": "I will be in the Tokyo office next week.",
-     "session": "s1"},
-    {"id": "d3", "speaker": "Maya", "text": "The budget review is on Monday.", "session": "s2"},
+     "session": "s1", "t": "2023-06-02T09:00:00-07:00"},
+    {"id": "d3", "speaker": "Maya", "text": "The budget review is on Monday.", "session": "s2",
+     "t": "2023-06-09T12:00:00Z"},
     {"id": "d4", "speaker": "Omar", "text": "Lunch for Rhea: vegetarian, no peanuts.",
-     "session": "s2"},
+     "session": "s2", "t": "2023-05-20T12:00:00Z"},
 ]  # fmt: skip
-QUESTIONS = ["What can Rhea eat?", "When is the launch?", "Who is in Tokyo next week?"]
+QUESTIONS = [
+    "What can Rhea eat?",
+    "When is the launch?",
+    "Who is in Tokyo next week?",
+    "What did Maya say of Friday on June 6, 2023?",
+]
 
 
 def rest_ranking(tmp_path: Path, question: str) -> list[str]:
