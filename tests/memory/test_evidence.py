@@ -336,3 +336,22 @@ def test_a_time_with_an_offset_ranks_as_the_same_time_read_back_in_utc(day: int)
     assert [h.id for h in heard.recall(question, k=2)] == [
         h.id for h in read_back.recall(question, k=2)
     ]
+
+
+def test_a_time_out_of_range_is_refused_and_nothing_of_its_batch_is_kept() -> None:
+    index = EvidenceIndex()
+    first = Evidence("ok", "Ana", "I paint a sunset", "c", JUNE_10)
+    # 1 January of year 1 at +10:00 is 31 December of year 0 in UTC: no such date
+    bad = Evidence(
+        "bad",
+        "Ana",
+        "I paint a sunset",
+        "c",
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=10))),
+    )
+    with pytest.raises(InputError, match="'bad'"):
+        index.extend([first, bad])
+    assert len(index) == 0
+    assert index.recall("What did Ana paint on June 10, 2023?") == []
+    index.add(first)
+    assert [h.id for h in index.recall("What did Ana paint on June 10, 2023?")] == ["ok"]

@@ -59,6 +59,11 @@ def test_ingest_then_recall(db: Database, tmp_path: Path) -> None:
         ),
         ([{"id": "x", "speaker": "a", "text": "hi", "t": "yesterday"}], "t"),
         ([{"id": "x", "speaker": "a", "text": "hi", "t": "2023-05-08T13:56:00"}], "t"),
+        # no UTC date (the store keeps UTC): refused by name, not an OverflowError
+        (
+            [{"id": "x", "speaker": "a", "text": "hi", "t": "0001-01-01T00:00:00+10:00"}],
+            "t.*out of range once in UTC",
+        ),
         ("{broken\n", "malformed JSON"),
         ("", "no utterances"),
     ],

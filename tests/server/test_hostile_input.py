@@ -54,6 +54,13 @@ CASES = [
     ("page alias surrogate", "PUT", "/v1/memory/pages/p", f'{{"aliases": ["{SURROGATE}"]}}',
      ["body", "aliases", 0]),
     ("page body NUL", "PUT", "/v1/memory/pages/p", f'{{"body": "{NUL}"}}', ["body", "body"]),
+    # a time with no UTC date: the store keeps UTC
+    ("evidence t before year 1 in UTC", "POST", "/v1/memory/evidence",
+     '{"utterances": [{"id": "d1", "speaker": "ana", "text": "hi", '
+     '"t": "0001-01-01T00:00:00+10:00"}]}', ["body", "utterances", 0, "t"]),
+    ("meeting started_at after 9999 in UTC", "POST", "/v1/meetings",
+     '{"title": "t", "participants": [{"name": "a"}], "started_at": "9999-12-31T23:00:00-02:00"}',
+     ["body", "started_at"]),
     ("participant in the URL NUL", "PUT", f"/v1/meetings/{{meeting}}/tracks/{SECRET}%00",
      None, ["path", "participant"]),
 ]  # fmt: skip

@@ -25,7 +25,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from itertools import pairwise
 
 import numpy as np
@@ -97,6 +97,21 @@ def embedded_text(evidence: Evidence) -> str:
     return f"{evidence.speaker}: {evidence.text}"
 
 
+def said_day(evidence: Evidence) -> int:
+    """The UTC day ``evidence`` was said (proleptic ordinal; 0: not known), as the database
+    keeps it, so an index read back ranks as the one that heard it (a time without a zone is
+    taken as UTC)."""
+    if evidence.t is None:
+        return 0
+    try:
+        said = evidence.t.astimezone(UTC) if evidence.t.tzinfo is not None else evidence.t
+    except OverflowError:
+        raise InputError(
+            f"evidence {evidence.id!r}: its time {evidence.t} is out of range"
+        ) from None
+    return said.date().toordinal()
+
+
 def word_pairs(text: str) -> list[str]:
     """Adjacent words of ``text``, as the pair field indexes them: "went to", "to the"."""
     words = tokenize(text)
@@ -155,6 +170,7 @@ class EvidenceIndex:
             if evidence.id in self._ids or evidence.id in seen:
                 raise InputError(f"evidence {evidence.id!r} is already in memory")
             seen.add(evidence.id)
+        days = [said_day(evidence) for evidence in batch]
         if self._dense is not None and batch:
             if vectors is None:
                 assert self.embedder is not None
@@ -162,10 +178,10 @@ class EvidenceIndex:
             if vectors.shape != (len(batch), self._dense.dim):
                 raise ValueError(f"expected {len(batch)} vectors, got {vectors.shape}")
             self._dense.add(vectors)
-        for evidence in batch:
-            self._add(evidence)
+        for evidence, day in zip(batch, days, strict=True):
+            self._add(evidence, day)
 
-    def _add(self, evidence: Evidence) -> None:
+    def _add(self, evidence: Evidence, day: int) -> None:
         doc = self._bm25.add(embedded_text(evidence))
         self._pairs.add_tokens(word_pairs(evidence.text))
         before2, before1, after1, after2 = self._near
@@ -186,14 +202,9 @@ class EvidenceIndex:
         self._session_of.append(
             self._session_ids.setdefault(key, len(self._session_ids)) if evidence.session else -1
         )
-        if evidence.t is None:
-            self._day.append(0)
-        else:
-            # the UTC day, as the database keeps it: an index read back ranks as the one that
-            # heard it (a time without a zone is taken as UTC)
-            said = evidence.t.astimezone(UTC) if evidence.t.tzinfo is not None else evidence.t
-            self._day.append(said.date().toordinal())
-            self._years.add(said.year)
+        self._day.append(day)
+        if day:
+            self._years.add(date.fromordinal(day).year)
         self._items.append(evidence)
         self._ids[evidence.id] = doc
 

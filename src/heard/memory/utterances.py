@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 from collections.abc import Container, Sequence
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from heard.errors import InputError
 from heard.memory.dense import Embedder
 from heard.memory.evidence import Evidence, EvidenceIndex, embedded_text
+from heard.storable import storable_time
 from heard.store.database import Database
 from heard.store.evidence import (
     StoredUtterance,
@@ -49,7 +51,9 @@ class _Utterance(BaseModel):
     text: str = Field(min_length=1)
     session: str = Field(default="", max_length=200)
     conversation: str = Field(default="", max_length=200)
-    t: AwareDatetime | None = Field(default=None, strict=False)
+    t: Annotated[AwareDatetime, AfterValidator(storable_time)] | None = Field(
+        default=None, strict=False
+    )
 
 
 def as_evidence(utterance: StoredUtterance) -> Evidence:

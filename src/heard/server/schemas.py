@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
-from heard.storable import storable
+from heard.storable import storable, storable_time
 
 __all__ = [
     "SLUG",
@@ -56,8 +56,9 @@ def _not_bool(value: object) -> object:
     return value
 
 
-Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
-"""A date-time as JSON carries it: a string (a bare number is not taken as Unix time)."""
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(storable_time)]
+"""A date-time as JSON carries it: a string (a bare number is not taken as Unix time); kept
+in UTC."""
 
 
 def _language(value: str | None) -> str | None:
