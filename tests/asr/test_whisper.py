@@ -144,6 +144,24 @@ def test_hallucination_guards(
 
 
 @pytest.mark.parametrize(
+    ("start", "end", "reason"),
+    [
+        (0.4, 0.7, None),  # 0.7 - 0.4 is 0.29999... in floats
+        (1.1, 1.4, None),
+        (0.0, 0.3, None),
+        (0.4, 0.699, "shorter than 0.3 s"),
+    ],
+)
+def test_a_segment_of_exactly_the_minimum_duration_is_kept(
+    start: float, end: float, reason: str | None
+) -> None:
+    """Seed 002's MIN_SEGMENT_DURATION_S = 0.3: only segments *shorter* than 0.3 s are
+    dropped, so one of 0.3 s is kept wherever it starts (float rounding must not drop it)."""
+    segment = Segment(start, end, "yes")
+    assert FasterWhisperTranscriber()._reject(segment, raw("yes", start, end), []) == reason
+
+
+@pytest.mark.parametrize(
     ("content", "problem"),
     [
         (b"", "empty file"),

@@ -37,7 +37,8 @@ def test_ready_keeps_the_model_order_restricted_to_candidates_with_sticky_unione
     assert result.decision == "ready"
     assert result.selected == ["launch-plan", "rhea", "budget-review"]
     assert result.failed_open is None
-    assert "rhea - product lead" in provider.calls[0].prompt
+    # seed 003: a candidate with a summary is shown as `slug — summary` (an em-dash)
+    assert "rhea \u2014 product lead" in provider.calls[0].prompt
 
 
 def test_more_carries_the_generated_questions() -> None:
@@ -188,11 +189,13 @@ def test_the_gate_timeout_is_enforced_and_the_gate_fails_open() -> None:
     assert "no answer within 0.2 s" in (result.failed_open or "")
 
 
-def test_ready_with_a_null_selection_fails_open() -> None:
+def test_ready_with_a_null_selection_selects_the_sticky_pages_only() -> None:
+    """Seed 003: a ready answer's selection is the model's (here none) plus the sticky pages;
+    it is a usable answer, so the gate does not fail open to every candidate."""
     provider = scripted({"decision": "ready", "selected_slugs": None})
-    result = run_gate("q", CANDIDATES, provider=provider)
-    assert result.selected == CANDIDATES
-    assert result.failed_open == "ready without a selection"
+    result = run_gate("q", CANDIDATES, sticky=["budget-review"], provider=provider)
+    assert result.selected == ["budget-review"]
+    assert result.failed_open is None
 
 
 class Flat:

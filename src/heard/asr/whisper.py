@@ -242,7 +242,9 @@ class FasterWhisperTranscriber:
         o = self.options
         if not segment.text:
             return "empty"
-        if segment.end - segment.start < o.min_segment_s:
+        # compared in whole milliseconds (the segment's own precision): in floats a 0.3 s
+        # segment from 0.4 to 0.7 lasts 0.29999... s and would be dropped as too short
+        if round((segment.end - segment.start) * 1000) < round(o.min_segment_s * 1000):
             return f"shorter than {o.min_segment_s} s"
         if raw.no_speech_prob > o.no_speech_prob and raw.avg_logprob < o.min_avg_logprob:
             return "probably not speech"

@@ -166,18 +166,23 @@ def simulate(
             if p.gate.questions:
                 typer.echo(f"   asks   : {' | '.join(p.gate.questions)}")
     for call in result.calls:
+        where = f"{call.lane} ({call.call_site}{f', node {call.node}' if call.node else ''})"
         typer.echo(
             typer.style(
-                f"== LLM call: pass {call.pass_number}, {call.lane}, {call.ms:.0f} ms", bold=True
+                f"== LLM call: pass {call.pass_number}, {where}, {call.ms:.0f} ms", bold=True
             )
         )
-        typer.echo(
-            json.dumps(
-                {"request": call.request, "response": call.response, "error": call.error},
-                indent=1,
-                ensure_ascii=False,
-            )
-        )
+        record = {
+            "pass": call.pass_number,
+            "lane": call.lane,
+            "call_site": call.call_site,
+            "node": call.node,
+            "ms": round(call.ms, 1),
+            "request": call.request,
+            "response": call.response,
+            "error": call.error,
+        }
+        typer.echo(json.dumps(record, indent=1, ensure_ascii=False))
     if not result.calls:
         typer.echo("no LLM calls (no provider configured: $HEARD_LLM_PROVIDER)")
     typer.echo(typer.style(f"== evidence ({len(result.evidence)})", bold=True))

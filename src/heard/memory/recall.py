@@ -10,7 +10,8 @@ Each pass:
    children whose index line shares the most words with the query are taken;
 3. **edge expansion**: pages linked from candidates, up to ``edge_hops`` hops and
    ``edge_cap`` pages; unknown slugs are skipped;
-4. **sticky carry-over**: pages injected on earlier turns are never dropped;
+4. **sticky carry-over**: pages injected on earlier turns are never dropped, not even
+   one the workspace no longer has or the gate leaves out;
 5. **the gate** (``heard.memory.selection``): ready, or more with questions that
    become the next pass's queries. No provider: ready with every candidate.
 """
@@ -39,7 +40,20 @@ from heard.memory.selection import (
 )
 from heard.memory.workspace import ChildRef, Workspace, compose_node_index
 
-__all__ = ["MemoryRecall", "PassTrace", "RecallOptions", "RecallResult", "keep_sticky"]
+__all__ = [
+    "DESCENT_CALL_SITE",
+    "FILTER_CALL_SITE",
+    "MemoryRecall",
+    "PassTrace",
+    "RecallOptions",
+    "RecallResult",
+    "keep_sticky",
+]
+
+CALL_SITES = {"filter": "memory_filter", "descent": "memory_descent"}
+"""Each lane's call site in capture records (the gate's is ``GATE_CALL_SITE``)."""
+FILTER_CALL_SITE = CALL_SITES["filter"]
+DESCENT_CALL_SITE = CALL_SITES["descent"]
 
 DENSE_FLOOR = 0.3
 """A page the dense scout brings must be at least this close (cosine) to the query."""
@@ -188,6 +202,7 @@ class MemoryRecall:
         None when there is no usable answer in time (the lane then fails open)."""
         assert self.provider is not None
         request = {"system": system, "prompt": prompt, "tool": tool.name}
+        site = CALL_SITES[lane]
         started = time.perf_counter()
         try:
             call = call_with_timeout(self.provider, system=system, prompt=prompt, tool=tool,
@@ -198,11 +213,11 @@ class MemoryRecall:
         except Exception as e:  # noqa: BLE001 - any failure of a lane fails open
             if sink:
                 ms = (time.perf_counter() - started) * 1000
-                sink(CallRecord(lane, request, None, str(e), ms, number, node))
+                sink(CallRecord(lane, site, request, None, str(e), ms, number, node))
             return None
         if sink:
             ms = (time.perf_counter() - started) * 1000
-            sink(CallRecord(lane, request, call.arguments, None, ms, number, node, call.raw))
+            sink(CallRecord(lane, site, request, call.arguments, None, ms, number, node, call.raw))
         return picked
 
     def _walk(self, query: str, number: int = 1, sink: CaptureSink | None = None) -> list[str]:
@@ -307,14 +322,15 @@ class MemoryRecall:
             if self.evidence is not None and len(self.evidence)
             else []
         )
+        # sticky pages are never dropped, pages of the workspace or not (the gate unions them)
+        kept_sticky = list(dict.fromkeys(sticky))
         if self.workspace is None:
-            return RecallResult([], evidence, [], calls)
+            return RecallResult(kept_sticky, evidence, [], calls)
         candidates: list[str] = []
         queries = [query]
         passes: list[PassTrace] = []
         gate: GateResult | None = None
         summaries = {s: p.summary for s, p in self.workspace.pages.by_slug.items()}
-        kept_sticky = [s for s in sticky if s in self.workspace.pages.by_slug]
         for number in range(1, o.max_passes + 1):
             scouted = [s for q in queries for s in self._scout(q, query, context, number, sink)]
             tree = [s for q in queries for s in self._walk(q, number, sink)]

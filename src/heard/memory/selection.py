@@ -3,11 +3,17 @@
 After a retrieval pass has gathered candidate pages, the gate asks an LLM to
 call ``decide_selection``: ``ready`` with the final ordered selection, or
 ``more`` with follow-up questions that seed another pass. The answer is
-validated (pydantic); the selection is restricted to the candidates and sticky
-pages (injected on earlier turns) are always unioned back. The gate fails
-*open*: with no provider, an exception, no tool call or a schema mismatch it
-returns ``ready`` with every candidate, because injecting what was found beats
-injecting nothing.
+validated (pydantic); the selection keeps the model's order, restricted to the
+candidates, and sticky pages (injected on earlier turns) are always unioned
+back after it, candidates or not: dropping one mid-conversation would make the
+assistant forget what it was just shown. A ``ready`` answer that selects
+nothing (or leaves ``selected_slugs`` out) selects the sticky pages only. The
+gate fails *open*: with no provider, an exception, no tool call or a schema
+mismatch it returns ``ready`` with every candidate (sticky last), because
+injecting what was found beats injecting nothing.
+
+Each candidate is shown to the model as ``slug \u2014 summary`` (an em-dash; the
+bare slug when it has no summary), and the model answers with slugs only.
 """
 
 from __future__ import annotations
@@ -25,15 +31,21 @@ from heard.errors import ProviderError
 from heard.llm.provider import Provider, ToolCall, ToolSpec
 
 __all__ = [
+    "GATE_CALL_SITE",
     "GATE_TOOL_NAME",
     "CallRecord",
     "GateResult",
     "call_with_timeout",
+    "render_candidate",
     "render_turn",
     "run_gate",
 ]
 
 GATE_TOOL_NAME = "decide_selection"
+GATE_CALL_SITE = "memory_gate"
+"""The gate's call site in capture records (each lane's LLM call has its own)."""
+EM_DASH = "\u2014"
+"""Separates a candidate's slug from its summary in the gate's prompt."""
 GATE_SYSTEM = (
     "You decide which memory pages a voice assistant should have in context for its next "
     "reply. Keep every candidate that plausibly helps; for a list or 'all of X' request keep "
@@ -47,6 +59,8 @@ class CallRecord:
     """One LLM call, for a capture sink (``heard memory simulate`` prints them)."""
 
     lane: Literal["filter", "descent", "gate"]
+    call_site: str
+    """Which call this was (``memory_gate``, ``memory_filter``, ``memory_descent``)."""
     request: dict[str, Any]
     response: dict[str, Any] | None
     """The tool call's arguments as the model returned them (None when the call failed)."""
@@ -117,13 +131,44 @@ def _tool(candidates: list[str]) -> ToolSpec:
                 "selected_slugs": {
                     "type": "array",
                     "items": {"type": "string", "enum": candidates},
-                    "description": "Final ordered slugs, only from the candidates (left of ' - ').",
+                    "description": (
+                        "Final ordered slugs to inject, only from the candidates. A candidate "
+                        f"with a summary is listed as 'slug {EM_DASH} summary': answer with the "
+                        "slug only (left of the em-dash). Keep a plausibly relevant page rather "
+                        "than drop it."
+                    ),
                 },
                 "questions": {"type": "array", "items": {"type": "string"}},
                 "reasoning": {"type": "string"},
             },
             "required": ["decision"],
         },
+    )
+
+
+def render_candidate(slug: str, summary: str | None) -> str:
+    """How the gate shows one candidate: ``slug \u2014 summary``, or the bare slug when it
+    has no summary."""
+    return f"{slug} {EM_DASH} {summary}" if summary else slug
+
+
+def _gate_record(
+    request: dict[str, Any],
+    response: dict[str, Any] | None,
+    error: str | None,
+    ms: float,
+    pass_number: int,
+    raw: Any = None,
+) -> CallRecord:
+    return CallRecord(
+        lane="gate",
+        call_site=GATE_CALL_SITE,
+        request=request,
+        response=response,
+        error=error,
+        ms=ms,
+        pass_number=pass_number,
+        raw=raw,
     )
 
 
@@ -154,13 +199,11 @@ def run_gate(
 ) -> GateResult:
     """One pass's gate over ``candidates`` for the user's ``turn`` (with the conversation
     ``context`` and the pass's follow-up ``questions``); fails open on anything."""
-    sticky = list(sticky)
+    sticky = list(dict.fromkeys(sticky))
     pool = _order(candidates, candidates, sticky)
     if provider is None:
         return GateResult("ready", pool, failed_open="no provider")
-    lines = "\n".join(
-        f"{s} - {summaries[s]}" if summaries and summaries.get(s) else s for s in pool
-    )
+    lines = "\n".join(render_candidate(s, (summaries or {}).get(s)) for s in pool)
     prompt = (
         f"{render_turn(turn, context, questions)}\n<pass_number>{pass_number}</pass_number>\n"
         f"<sticky_slugs>\n{chr(10).join(sticky)}\n</sticky_slugs>\n<candidates>\n{lines}\n</candidates>"
@@ -180,19 +223,18 @@ def run_gate(
     except Exception as e:  # noqa: BLE001 - the gate fails open on anything
         if capture:
             ms = (time.perf_counter() - started) * 1000
-            capture(CallRecord("gate", request, None, str(e), ms, pass_number))
+            capture(_gate_record(request, None, str(e), ms, pass_number))
         return GateResult("ready", pool, failed_open=f"provider error: {e}")
     if capture:
         ms = (time.perf_counter() - started) * 1000
-        capture(CallRecord("gate", request, call.arguments, None, ms, pass_number, raw=call.raw))
+        capture(_gate_record(request, call.arguments, None, ms, pass_number, call.raw))
     if call.name != GATE_TOOL_NAME:
         return GateResult("ready", pool, failed_open=f"no {GATE_TOOL_NAME} call")
     try:
         answer = _GateAnswer.model_validate(call.arguments)
     except ValidationError as e:
         return GateResult("ready", pool, failed_open=f"schema mismatch: {e.error_count()} errors")
-    if answer.decision == "ready" and answer.selected_slugs is None:
-        return GateResult("ready", pool, failed_open="ready without a selection")
+    # no selection is an empty one: the sticky pages only, not every candidate
     selected = _order(answer.selected_slugs or [], pool, sticky)
     if answer.decision == "more":
         follow_ups = [q.strip() for q in answer.questions or [] if q.strip()]

@@ -239,16 +239,16 @@ def load_workspace(root: str | Path) -> Workspace:
 
 
 def _node_summary(node: TreeNode) -> str:
-    return node.summary or _first_line(node.body)
+    return node.summary.strip() or _first_line(node.body)
 
 
 def compose_node_index(node_id: str, tree: TreeIndex, pages: PageIndex) -> str:
     """One line per resolvable child, in authored order, then the node's routing hints.
 
     ``[node:<id>] <summary>`` for a sub-node (its summary, else its body's first
-    non-empty line, else just the header); ``[page:<slug>] <summary>`` for a page;
-    children that do not resolve are skipped (``check_workspace`` reports them).
-    Empty string when there is nothing to say.
+    non-empty line, else just the header; whitespace never counts as a summary);
+    ``[page:<slug>] <summary>`` for a page; children that do not resolve are skipped
+    (``check_workspace`` reports them). Empty string when there is nothing to say.
     """
     lines = []
     for child in tree.children(node_id):
@@ -263,8 +263,9 @@ def compose_node_index(node_id: str, tree: TreeIndex, pages: PageIndex) -> str:
             if page is not None:
                 lines.append(f"[page:{child.ref}] {page.summary}")
     node = tree.nodes.get(node_id)
-    if node is not None and node.routing_hints:
-        lines.append(f"{ROUTING_HINTS_LABEL} {node.routing_hints}")
+    hints = node.routing_hints.strip() if node is not None else ""
+    if hints:
+        lines.append(f"{ROUTING_HINTS_LABEL} {hints}")
     return "\n".join(lines)
 
 
