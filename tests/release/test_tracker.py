@@ -7,6 +7,7 @@ import pytest
 from heard.errors import UnknownNameError
 from heard.release import (
     BARE_FINAL_WORDS,
+    ESCALATE_AFTER_MS,
     ESCALATE_AFTER_WORDS,
     ESCALATED_DWELL_MS,
     LIVE_DWELL_MS,
@@ -85,7 +86,8 @@ def test_balanced_releases_at_clause_boundaries_of_a_minimum_size() -> None:
 def test_a_long_clause_is_released_at_its_comma_a_short_one_is_not() -> None:
     s = Speaker("balanced", NO_PAUSE)
     long_clause = [*bare(12), "end,", "and", "more", "words"]
-    units, _ = s.grow(long_clause)
+    # spoken fast enough that the words before the comma never wait out an escalation window
+    units, _ = s.grow(long_clause, every_ms=250)
     assert [(u.words, u.reason) for u in units] == [(13, ReleaseReason.BOUNDARY)]
     s = Speaker("balanced", NO_PAUSE)
     units, _ = s.grow(["okay,", "thank", "you", "all", "very", "much"])
@@ -116,10 +118,11 @@ def test_a_bare_final_escalates_balanced_and_marks_bring_it_back() -> None:
     assert s.poll(12100 + ESCALATED_DWELL_MS - 100) == []
     [unit] = s.poll(12100 + ESCALATED_DWELL_MS)
     assert (unit.text, unit.reason) == ("y0 y1 y2", ReleaseReason.DWELL)
-    # one mark is not evidence; two are
+    # one clause end is not evidence; two are, once a window has passed since escalating
     s.final("y0 y1 y2 y3 stray.", 16000)
     assert s.tracker.escalated
-    s.final("it came back. for good.", 18000)
+    escalated_at = s.tracker.transitions[-1].t_ms
+    s.final("it came back. for good.", escalated_at + ESCALATE_AFTER_MS)
     assert not s.tracker.escalated
     assert [c.escalated for c in s.tracker.transitions] == [True, False]
 

@@ -111,17 +111,44 @@ def test_a_contradiction_is_counted_and_never_retracts_the_prefix() -> None:
     assert acc.contradictions == 2
 
 
-def test_agreement_after_a_contradiction_still_extends_the_prefix() -> None:
+def test_a_new_reading_is_confirmed_by_the_words_after_it_agreeing() -> None:
     # Recorded from faster-whisper on the run-on sample: "under loaf" became "and a loaf".
     acc = TranscriptAccumulator()
     acc.push_partial("apples and pears under loaf of bread")
     acc.push_partial("apples and pears under loaf of bread and milk")
     assert acc.stable_prefix == "apples and pears under loaf of bread"
-    acc.push_partial("apples and pears and a loaf of bread and my sister")
+    # "loaf of bread and" follows the changed words in both revisions: the new reading holds
+    h = acc.push_partial("apples and pears and a loaf of bread and my sister")
+    assert h.contradiction and h.revised
+    assert h.stable_prefix == "apples and pears and a loaf of bread and"
+    assert h.unstable_suffix == "my sister"
     h = acc.push_partial("apples and pears and a loaf of bread and my sister said")
-    assert h.contradiction
-    assert h.stable_prefix == "apples and pears under loaf of bread and my sister"
-    assert h.unstable_suffix == "said"
+    assert not h.contradiction and not h.revised
+    assert h.stable_prefix == "apples and pears and a loaf of bread and my sister"
+    assert acc.contradictions == 1
+
+
+def test_book_a_table_becomes_look_at_the_cable_once_two_revisions_agree() -> None:
+    """A recognizer that changes its reading mid-turn (issue 25's log): the stable prefix
+    follows the confirmed reading instead of freezing on the old one, and the display is
+    never words no revision said ("book a table [cable for two people tonight at]")."""
+    acc = TranscriptAccumulator()
+    for text in ["book a", "book a table", "book a table for"]:
+        h = acc.push_partial(text)
+    assert h.stable_prefix == "book a table"
+    h = acc.push_partial("look at the cable")
+    assert h.contradiction and h.stable_prefix == "book a table"
+    h = acc.push_partial("look at the cable for two")
+    assert h.revised and h.stable_prefix == "look at the cable"
+    revisions = ["look at the cable for two people", "look at the cable for two people tonight"]
+    for text in [*revisions, "look at the cable for two people tonight at"]:
+        h = acc.push_partial(text)
+        assert not h.contradiction
+        assert h.text == text
+    assert h.stable_prefix == "look at the cable for two people tonight"
+    final = acc.finalize("Look at the cable for two people tonight at eight.")
+    assert final.stable_prefix == "Look at the cable for two people tonight at eight."
+    assert not acc.final_contradicted
 
 
 def test_a_shorter_partial_that_drops_stable_words_is_a_contradiction() -> None:
@@ -184,13 +211,37 @@ def _keys(text: str) -> list[str]:
 
 
 @given(revision_logs())
-def test_the_stable_prefix_never_retracts(revisions: list[str]) -> None:
+def test_the_stable_prefix_never_retracts_and_is_replaced_only_by_a_longer_reading(
+    revisions: list[str],
+) -> None:
     acc = TranscriptAccumulator()
     previous: list[str] = []
     for text in revisions:
-        stable = _keys(acc.push_partial(text).stable_prefix)
-        assert stable[: len(previous)] == previous
+        h = acc.push_partial(text)
+        stable = _keys(h.stable_prefix)
+        if h.revised:
+            assert h.contradiction
+            assert len(stable) > len(previous)
+            assert stable[: len(previous)] != previous
+        else:
+            assert stable[: len(previous)] == previous
         previous = stable
+
+
+@given(revision_logs())
+def test_the_stable_prefix_is_a_word_prefix_of_one_revision_never_a_splice(
+    revisions: list[str],
+) -> None:
+    """Issue 25: whatever the recognizer does, the stable prefix (normalized) is the start of
+    some revision of the current turn, in that revision's own words."""
+    acc = TranscriptAccumulator()
+    seen: list[list[str]] = []
+    for text in revisions:
+        h = acc.push_partial(text)
+        seen.append(_keys(text))
+        stable = _keys(h.stable_prefix)
+        assert any(keys[: len(stable)] == stable for keys in seen)
+        assert len(stable) == h.stable_word_count
 
 
 @given(revision_logs())

@@ -111,3 +111,21 @@ def test_incremental_signals_match_a_full_rescan(growth: list[list[str]]) -> Non
         full = extractor.extract(step.hypothesis.stable_prefix)
         assert set(step.signals.entities) == set(full.entities)
         assert set(step.signals.recall_phrases) == set(full.recall_phrases)
+
+
+def test_a_confirmed_new_reading_speculates_again_on_its_own_words() -> None:
+    """Issue 25: once the recognizer's new reading is confirmed, the gate keys on it (it fired
+    on "book a table" and never again in the turn before)."""
+    extractor = SignalExtractor({"Rhea": []})
+    session = TranscriptStabilizer(signals=extractor)
+    texts = ["book a", "book a table", "book a table for", "look at the cable"]
+    texts += ["look at the cable for Rhea", "look at the cable for Rhea tonight"]
+    texts += ["look at the cable for Rhea tonight at"]
+    steps = [session.on_partial("a", text, 1000 * i) for i, text in enumerate(texts)]
+    assert steps[2].decision is GateDecision.FIRE  # "book a table": book, table
+    revised = steps[4]
+    assert revised.hypothesis.revised
+    assert revised.decision is GateDecision.FIRE  # look, cable: new content
+    assert session.summary.contradictions == 2
+    assert steps[5].signals.entities == ("Rhea",)
+    assert steps[5].decision is GateDecision.FIRE_SIGNAL

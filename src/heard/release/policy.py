@@ -10,9 +10,11 @@ import re
 __all__ = [
     "BARE_FINAL_WORDS",
     "COMMA_UNIT_WORDS",
-    "DE_ESCALATE_MARKS",
+    "DE_ESCALATE_CLAUSE_ENDS",
     "ESCALATED_DWELL_MS",
+    "ESCALATE_AFTER_MS",
     "ESCALATE_AFTER_WORDS",
+    "ESCALATE_BEFORE_ANY_MARK_MS",
     "LIVE_DWELL_MS",
     "MIN_UNIT_WORDS",
     "PAUSE_MS",
@@ -41,9 +43,24 @@ ESCALATED_DWELL_MS = 2500
 """How long settled text waits, once Balanced has escalated, before it is released: longer
 than Live's dwell, so escalated Balanced costs less than Live (BENCHMARKS.md, cadence)."""
 
-DE_ESCALATE_MARKS = 2
-"""Punctuation marks that must be seen while escalated before Balanced trusts punctuation
-again. One is not evidence (a stray abbreviation period)."""
+ESCALATE_AFTER_MS = 8000
+"""Balanced escalates once settled words have waited this long with no punctuation mark after
+the last one, while speech goes on. The wait starts when the first word after the last mark
+settles, so it runs through every clause as it is spoken: its floor is the longest such wait on
+punctuated speech, not the dwell. Derived in
+tests/release/test_fixtures.py::test_the_escalation_thresholds_clear_every_punctuated_run."""
+
+ESCALATE_BEFORE_ANY_MARK_MS = 4000
+"""While the recognizer has written no punctuation mark at all for this speaker, Balanced
+escalates after this much boundary-free waiting: a recognizer that punctuates shows it within
+its first clause, and one that never does (no ``punctuate`` option, stripped output) should
+not make its user wait the whole ``ESCALATE_AFTER_MS`` first. Derived in the same test, from
+how long the punctuated fixtures' settled words wait before their first mark."""
+
+DE_ESCALATE_CLAUSE_ENDS = 2
+"""Clause ends (``. ? !``, not commas) that must settle while escalated before Balanced trusts
+punctuation again. One is not evidence (a stray abbreviation period); dwell releases do not
+reset the count."""
 
 COMMA_UNIT_WORDS = 12
 """A comma releases what waits before it only from this many words on: a long clause is worth
@@ -87,5 +104,9 @@ def punctuated(word: str) -> bool:
 
 if not ESCALATED_DWELL_MS >= LIVE_DWELL_MS:  # pragma: no cover - a retune gone wrong
     raise AssertionError("escalated Balanced must not release faster than Live")
-if not DE_ESCALATE_MARKS >= 2:  # pragma: no cover
-    raise AssertionError("one mark is not evidence: DE_ESCALATE_MARKS >= 2")
+if not ESCALATE_AFTER_MS > ESCALATED_DWELL_MS >= LIVE_DWELL_MS:  # pragma: no cover
+    raise AssertionError("escalation must wait out more than a dwell: it would be Live")
+if not ESCALATE_AFTER_MS >= ESCALATE_BEFORE_ANY_MARK_MS > ESCALATED_DWELL_MS:  # pragma: no cover
+    raise AssertionError("no window may be shorter than a dwell, nor the first one longer")
+if not DE_ESCALATE_CLAUSE_ENDS >= 2:  # pragma: no cover
+    raise AssertionError("one clause end is not evidence: DE_ESCALATE_CLAUSE_ENDS >= 2")

@@ -5,10 +5,17 @@ revisions, compared with a word-match rule (``heard.transcript.words``). Three
 rules keep it trustworthy:
 
 * the last word of a partial is never stable: it is the one most often revised;
-* within a turn the stable prefix never retracts; a partial that disagrees with
-  it is counted as a *contradiction* and cannot change the committed words,
-  though agreement after the point of disagreement may still extend them;
+* a partial that disagrees with the stable prefix is counted as a *contradiction*.
+  Its new reading is *confirmed*, and becomes the stable prefix (``revised``), when
+  two consecutive revisions agree on a prefix longer than the stable one (seed
+  000's rule), or sooner, when the words after the ones it changed agree with the
+  last revision's ("pears under loaf" -> "pears and a loaf of bread"). So the stable
+  prefix is always a word prefix of one revision of the turn, never a splice of
+  two readings, and it never shrinks;
 * a final replaces the hypothesis wholesale: only finals are evidence.
+
+Without contradictions this is seed 000's accumulator word for word (exact word
+rule); ``tests/transcript/test_seed_reference.py`` checks it against a port.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ class Hypothesis:
     final: bool
     contradiction: bool = False
     """This revision disagreed with the committed stable prefix."""
+    revised: bool = False
+    """This revision confirmed a new reading: the stable prefix was replaced by a longer one
+    that two consecutive revisions agree on (it is then not an extension of the last)."""
     repeated: bool = False
     """This partial's words are the previous partial's, word for word (by the turn's word
     rule): the recognizer heard nothing new since. A pause, as the transcript tells it."""
@@ -76,11 +86,11 @@ class TranscriptAccumulator:
     def begin_turn(self, turn_id: TurnId | None) -> None:
         """Discard all state and start accumulating ``turn_id``."""
         self.turn_id = turn_id
-        self._prev_tail: list[str] | None = []
-        """Keys after the stable prefix in the last revision; None if it was unaligned."""
         self._stable_keys: list[str] = []
         self._stable_surface: list[str] = []
         self._last_keys: list[str] | None = None
+        self._last_end: int | None = 0
+        """Where the stable prefix ended in the last revision; None if it was unaligned."""
         self.revisions = 0
         self.contradictions = 0
         self.final = False
@@ -98,29 +108,31 @@ class TranscriptAccumulator:
         keys = [key(w) for w in words]
         n_stable = len(self._stable_keys)
         agrees = keys[:n_stable] == self._stable_keys
-        end = n_stable if agrees else self._realign(keys)
-        if end is not None:
-            tail = keys[end:]
-            prev = self._prev_tail
-            common = 0 if prev is None else _common_prefix_len(prev, tail)
-            # The final word is never stable until a later revision confirms it.
-            grown = min(common, len(tail) - 1)
-            if agrees:
-                self._stable_surface = words[: n_stable + max(grown, 0)]
-            elif grown > 0:
-                self._stable_surface += words[end : end + grown]
-            if grown > 0:
-                self._stable_keys += tail[:grown]
-                n_stable += grown
-                end += grown
-            self._prev_tail = keys[end:]
-        else:
-            self._prev_tail = None
+        # What this revision and the one before agree on; the final word is never stable
+        # until a later revision confirms it.
+        reach = min(_common_prefix_len(self._last_keys or [], keys), len(keys) - 1)
+        revised = not agrees and reach > n_stable
+        if reach > n_stable:
+            self._stable_keys = keys[:reach]
+            n_stable = reach
+        end: int | None = n_stable
+        if not (agrees or revised):
+            end = self._realign(keys)
+            grown = self._agreed_after(keys, end)
+            if end is not None and grown > 0 and end + grown > n_stable:
+                # The words after the changed ones agree with the last revision: this
+                # revision's reading, up to them, is confirmed.
+                revised = True
+                n_stable = end = end + grown
+                self._stable_keys = keys[:n_stable]
+        if agrees or revised:
+            self._stable_surface = words[:n_stable]
         if not agrees:
             self.contradictions += 1
         self.revisions += 1
         repeated = keys == self._last_keys
         self._last_keys = keys
+        self._last_end = end
         return Hypothesis(
             turn_id=self.turn_id,
             stable_prefix=" ".join(self._stable_surface),
@@ -129,16 +141,25 @@ class TranscriptAccumulator:
             revision=self.revisions,
             final=False,
             contradiction=not agrees,
+            revised=revised,
             repeated=repeated,
         )
 
-    def _realign(self, keys: list[str]) -> int | None:
-        """Where, in a contradicting partial, the committed stable prefix ends.
+    def _agreed_after(self, keys: list[str], end: int | None) -> int:
+        """How many words after ``end`` (where the stable prefix ends in this revision) the
+        last revision also had after its own end; the final word never counts."""
+        last, last_end = self._last_keys, self._last_end
+        if end is None or last is None or last_end is None:
+            return 0
+        return min(_common_prefix_len(last[last_end:], keys[end:]), len(keys) - end - 1)
 
-        The stable prefix cannot be retracted, but the recognizer may still go on
-        agreeing with itself after the point it changed its mind ("pears under
-        loaf" -> "pears and a loaf", "the next order." -> "the next quarter.").
-        Committed words are looked for within a few words of where the prefix would
+    def _realign(self, keys: list[str]) -> int | None:
+        """Where, in a contradicting partial, the committed stable prefix ends: what of the
+        partial to show after it, until the new reading is confirmed or given up.
+
+        The recognizer may go on agreeing with itself after the point it changed its
+        mind ("pears under loaf" -> "pears and a loaf", "the next order." -> "the next
+        quarter."). Committed words are looked for within a few words of where the prefix would
         end: first its last 3, 2 or 1 words; then, assuming its last 1 or 2 words
         were replaced one for one, the 3 or 2 words before them. The match closest
         to the expected position wins. ``None`` when no anchor is found.
@@ -170,7 +191,6 @@ class TranscriptAccumulator:
         keys = [self._key(w) for w in words]
         self.final_contradicted = keys[: len(self._stable_keys)] != self._stable_keys
         self._stable_keys = keys
-        self._prev_tail = []
         self._stable_surface = words
         self.revisions += 1
         self.final = True

@@ -80,7 +80,8 @@ class StabilizerSummary:
 @dataclass(slots=True)
 class _Speaker:
     """Per-speaker state; tokens and signals of the stable prefix are kept incrementally,
-    which is sound because the stable prefix only grows within a turn."""
+    which is sound because the stable prefix only grows within a turn, except when a final or
+    a confirmed new reading (``Hypothesis.revised``) replaces it: then they start over."""
 
     accumulator: TranscriptAccumulator
     gate: SpeculationGate
@@ -161,7 +162,7 @@ class TranscriptStabilizer:
         state: _Speaker,
         t_ms: int,
     ) -> TranscriptStep:
-        if hypothesis.final:
+        if hypothesis.final or hypothesis.revised:
             state.reset()
         if hypothesis.stable_word_count != state.stable_words:
             self._grow_stable(state, hypothesis)
