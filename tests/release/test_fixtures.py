@@ -8,13 +8,32 @@ from pathlib import Path
 
 import pytest
 
-from heard.release import BARE_FINAL_WORDS, ESCALATE_AFTER_WORDS, punctuated
-from heard.release.cadence import cadence_rows, nearest_rank, unpunctuated_runs
+from heard.release import (
+    BARE_FINAL_WORDS,
+    ESCALATE_AFTER_MS,
+    ESCALATE_AFTER_WORDS,
+    ESCALATE_BEFORE_ANY_MARK_MS,
+    ESCALATED_DWELL_MS,
+    punctuated,
+)
+from heard.release.cadence import (
+    boundary_free_waits,
+    cadence_rows,
+    first_mark_waits,
+    nearest_rank,
+    unpunctuated_runs,
+)
 from heard.transcript.events import EventKind, read_events
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "cadence"
 PUNCTUATED = ["natural", "continuous", "mixed"]
 ALL = ["natural", "continuous", "unpunctuated", "mixed", "alternating"]
+# The same recognition from a recognizer that finalizes once per turn, and a Gemini-style log
+# whose partials revise earlier words (tools/make_late_final_fixtures.py).
+LATE_PUNCTUATED = ["late/natural", "late/continuous", "late/mixed", "late/gemini"]
+LATE = [*LATE_PUNCTUATED, "late/unpunctuated", "late/alternating"]
+DECODE_STEP_MS = 1000
+"""The fixtures' recognizer revises once a second: waits are measured at that resolution."""
 
 
 def events(name: str):  # type: ignore[no-untyped-def]
@@ -38,7 +57,26 @@ def test_the_escalation_thresholds_clear_every_punctuated_run() -> None:
     assert BARE_FINAL_WORDS >= 8
 
 
-@pytest.mark.parametrize("name", ALL)
+def test_the_escalation_window_clears_every_boundary_free_wait_of_punctuated_speech() -> None:
+    """Seed 004's escalation_threshold_clears_the_inter_boundary_interval, on heard's clock:
+    the wait runs from when the first word after the last mark settles, so it runs through
+    every clause as it is spoken; its floor is the longest such wait, not the dwell. Measured
+    on both families, the window is one decode step above the longest."""
+    waits = [
+        w for name in [*PUNCTUATED, *LATE_PUNCTUATED] for w in boundary_free_waits(events(name))
+    ]
+    assert len(waits) >= 10, "the fixtures must hold enough waits to measure"
+    assert ESCALATE_AFTER_MS == max(waits) + DECODE_STEP_MS, sorted(waits)[-5:]
+    assert ESCALATE_AFTER_MS > ESCALATED_DWELL_MS
+    # a punctuating recognizer writes its first mark before any word has waited
+    first = [w for name in [*PUNCTUATED, *LATE_PUNCTUATED] for w in first_mark_waits(events(name))]
+    assert first and all(w is not None for w in first)
+    assert ESCALATE_BEFORE_ANY_MARK_MS > max(w or 0 for w in first)
+    assert ESCALATE_BEFORE_ANY_MARK_MS == ESCALATED_DWELL_MS + DECODE_STEP_MS
+    assert first_mark_waits(events("late/unpunctuated")) == [None]
+
+
+@pytest.mark.parametrize("name", [*ALL, *LATE])
 def test_every_mode_holds_every_final_word_and_relaxed_is_the_floor(name: str) -> None:
     finals = sum(len(e.text.split()) for e in events(name) if e.kind is EventKind.FINAL)
     by_mode = rows(name)
@@ -59,6 +97,26 @@ def test_the_cadence_targets_hold() -> None:
     assert unpunctuated["balanced"].escalations == 1
     assert unpunctuated["balanced"].p95_ms <= 5000
     assert unpunctuated["balanced"].x_live <= 0.8
+
+
+def test_the_cadence_holds_for_recognizers_that_finalize_late() -> None:
+    """Issue 25: with one final per turn, Balanced must escalate inside the utterance (it got
+    exactly Relaxed before: one unit, p95 47 s), and only where the recognizer does not
+    punctuate."""
+    for name in LATE_PUNCTUATED:
+        assert rows(name)["balanced"].escalations == 0, name
+    natural, late_natural = rows("natural"), rows("late/natural")
+    assert late_natural["balanced"].to_dict() == {
+        **natural["balanced"].to_dict(),
+        "fixture": "late/natural",
+    }
+    for name in ["late/unpunctuated", "late/alternating"]:
+        by_mode = rows(name)
+        balanced = by_mode["balanced"]
+        assert balanced.escalations >= 1, name
+        assert balanced.x_live <= 0.8, name
+        assert balanced.p95_ms <= ESCALATE_AFTER_MS, name
+        assert balanced.p95_ms * 5 <= by_mode["relaxed"].p95_ms, name
 
 
 def test_on_the_alternating_fixture_balanced_escalates_and_returns() -> None:

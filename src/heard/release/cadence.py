@@ -25,8 +25,10 @@ __all__ = [
     "CadenceRow",
     "ModeRun",
     "apply_units",
+    "boundary_free_waits",
     "cadence_rows",
     "caption_run",
+    "first_mark_waits",
     "nearest_rank",
     "unpunctuated_runs",
 ]
@@ -188,3 +190,35 @@ def unpunctuated_runs(events: Sequence[TranscriptEvent]) -> list[int]:
     for e in events:
         captions.on_step(stabilizer.on_event(e))
     return [n for tracker in captions.trackers.values() for n in tracker.unpunctuated_runs]
+
+
+def _unescalated(events: Sequence[TranscriptEvent]) -> Captions:
+    """Balanced over ``events`` with every escalation rule off, the timer ticking as live."""
+    config = ReleaseConfig(
+        escalate_after_ms=None,
+        escalate_before_any_mark_ms=None,
+        escalate_after_words=10**9,
+        bare_final_words=10**9,
+    )
+    stabilizer = TranscriptStabilizer()
+    captions = Captions(ReleaseMode.BALANCED, config)
+    last_t = events[0].t_ms if events else 0
+    for e in events:
+        for t in range(last_t + TICK_MS, e.t_ms, TICK_MS):
+            captions.tick(t)
+        last_t = e.t_ms
+        captions.on_step(stabilizer.on_event(e))
+    return captions
+
+
+def boundary_free_waits(events: Sequence[TranscriptEvent]) -> list[int]:
+    """How long settled words waited with no punctuation mark after the last one, each wait as
+    it ended (ms), as Balanced's escalation on time measures them, with escalation off."""
+    trackers = _unescalated(events).trackers.values()
+    return [w for tracker in trackers for w in tracker.boundary_free_waits]
+
+
+def first_mark_waits(events: Sequence[TranscriptEvent]) -> list[int | None]:
+    """Per speaker, how long settled words had waited when the recognizer wrote its first
+    punctuation mark (ms; None if it never did)."""
+    return [tracker.first_mark_wait_ms for tracker in _unescalated(events).trackers.values()]

@@ -50,7 +50,7 @@ settles, so it runs through every clause as it is spoken: its floor is the longe
 punctuated speech, not the dwell. Derived in
 tests/release/test_fixtures.py::test_the_escalation_thresholds_clear_every_punctuated_run."""
 
-ESCALATE_BEFORE_ANY_MARK_MS = 4000
+ESCALATE_BEFORE_ANY_MARK_MS = 3500
 """While the recognizer has written no punctuation mark at all for this speaker, Balanced
 escalates after this much boundary-free waiting: a recognizer that punctuates shows it within
 its first clause, and one that never does (no ``punctuate`` option, stripped output) should
