@@ -16,13 +16,13 @@ if TYPE_CHECKING:
 
 def render_table(rows: list[CadenceRow]) -> str:
     header = (
-        f"{'fixture':<16}{'mode':<10}{'units':>6}{'x relaxed':>10}{'x live':>8}{'words':>7}"
+        f"{'fixture':<19}{'mode':<10}{'units':>6}{'x relaxed':>10}{'x live':>8}{'words':>7}"
         f"{'p50 ms':>8}{'p95 ms':>8}{'corrections':>13}{'escalations':>13}"
     )
     lines = [header]
     for r in rows:
         lines.append(
-            f"{r.fixture:<16}{r.mode:<10}{r.units:>6}{r.x_relaxed:>10.2f}{r.x_live:>8.2f}"
+            f"{r.fixture:<19}{r.mode:<10}{r.units:>6}{r.x_relaxed:>10.2f}{r.x_live:>8.2f}"
             f"{r.words:>7}{r.p50_ms:>8.0f}{r.p95_ms:>8.0f}{r.corrections:>13}{r.escalations:>13}"
         )
     return "\n".join(lines)
