@@ -128,3 +128,16 @@ def test_sustained_boundaries_de_escalate_the_stretch() -> None:
     turn.say([*clause(4, "?"), "and"])  # the question mark settles under the next word
     assert not turn.escalated
     assert [c.escalated for c in turn.transitions] == [True, False]
+
+
+def test_escalated_balanced_still_releases_at_clause_boundaries() -> None:
+    """Issue 25: escalation adds dwell releases; a clause end still releases at once (it
+    waited for the dwell before)."""
+    turn = punctuated_start()
+    turn.say(clause(30, ""))
+    assert turn.escalated
+    turn.units.clear()
+    turn.say(["so", "we", "ship", "today.", "and"])  # "today." settles under "and"
+    [unit] = [u for u in turn.units if u.reason is ReleaseReason.BOUNDARY]
+    assert unit.text.endswith("so we ship today.")
+    assert unit.t_ms == turn.t_ms - turn.every_ms  # at the partial that settled it
