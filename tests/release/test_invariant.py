@@ -21,7 +21,7 @@ from heard.samples import SAMPLE_LOGS, sample_path
 from heard.transcript.events import EventKind, TranscriptEvent, read_events
 from heard.transcript.words import normalized_key
 
-FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "cadence").glob("*.jsonl"))
+FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "cadence").rglob("*.jsonl"))
 VOCABULARY = "we ship it Friday. friday then rest ok? now, plan book a table for two people".split()
 VOCABULARY += ["look", "at", "the", "cable"]
 
@@ -82,6 +82,6 @@ def test_units_applied_in_order_are_the_finals_each_word_once(
 
 @pytest.mark.parametrize("mode", list(ReleaseMode))
 @pytest.mark.parametrize("log", [*FIXTURES, *(sample_path(name) for name in SAMPLE_LOGS)],
-                         ids=lambda p: p.stem)  # fmt: skip
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")  # fmt: skip
 def test_the_invariant_holds_on_every_fixture_and_real_log(log: Path, mode: ReleaseMode) -> None:
     check(caption_run(read_events(log), mode))
