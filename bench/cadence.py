@@ -34,9 +34,7 @@ def main(argv: list[str] | None = None) -> list[CadenceRow]:
     rows = [
         r for name in ORDER for r in cadence_rows(name, read_events(FIXTURES / f"{name}.jsonl"))
     ]
-    late = [
-        r for name in LATE for r in cadence_rows(name, read_events(FIXTURES / f"{name}.jsonl"))
-    ]
+    late = [r for name in LATE for r in cadence_rows(name, read_events(FIXTURES / f"{name}.jsonl"))]
     no_pause = [
         r
         for name in [*ORDER, *LATE]

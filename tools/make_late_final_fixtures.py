@@ -52,7 +52,9 @@ def _join(parts: Sequence[str]) -> str:
     return " ".join(p for p in parts if p.strip())
 
 
-def late_finals(events: Sequence[TranscriptEvent], *, revise: bool = False) -> list[TranscriptEvent]:
+def late_finals(
+    events: Sequence[TranscriptEvent], *, revise: bool = False
+) -> list[TranscriptEvent]:
     """``events`` with one final per turn; with ``revise``, earlier words revised (see above)."""
     ends = _turn_ends(events)
     done: dict[str, list[str]] = {}  # the turn's finals so far, per speaker

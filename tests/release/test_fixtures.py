@@ -66,13 +66,14 @@ def test_the_escalation_window_clears_every_boundary_free_wait_of_punctuated_spe
         w for name in [*PUNCTUATED, *LATE_PUNCTUATED] for w in boundary_free_waits(events(name))
     ]
     assert len(waits) >= 10, "the fixtures must hold enough waits to measure"
-    assert ESCALATE_AFTER_MS == max(waits) + DECODE_STEP_MS, sorted(waits)[-5:]
+    assert max(waits) + DECODE_STEP_MS == ESCALATE_AFTER_MS, sorted(waits)[-5:]
     assert ESCALATE_AFTER_MS > ESCALATED_DWELL_MS
     # a punctuating recognizer writes its first mark before any word has waited
     first = [w for name in [*PUNCTUATED, *LATE_PUNCTUATED] for w in first_mark_waits(events(name))]
-    assert first and all(w is not None for w in first)
-    assert ESCALATE_BEFORE_ANY_MARK_MS > max(w or 0 for w in first)
-    assert ESCALATE_BEFORE_ANY_MARK_MS == ESCALATED_DWELL_MS + DECODE_STEP_MS
+    assert first
+    assert all(w is not None for w in first)
+    assert max(w or 0 for w in first) < ESCALATE_BEFORE_ANY_MARK_MS
+    assert ESCALATED_DWELL_MS + DECODE_STEP_MS == ESCALATE_BEFORE_ANY_MARK_MS
     assert first_mark_waits(events("late/unpunctuated")) == [None]
 
 

@@ -81,7 +81,7 @@ def test_only_two_clause_ends_de_escalate_never_one_mark_or_commas(
 def test_two_clause_ends_after_escalating_bring_balanced_back(
     sample: tuple[int, list[Stretch]],
 ) -> None:
-    pace_ms, stretches = sample
+    pace_ms, _ = sample
     turn, ends = spoken(*sample)
     for change in turn.transitions:
         if not change.escalated:
@@ -101,5 +101,6 @@ def test_two_clause_ends_after_escalating_bring_balanced_back(
 def test_the_speech_generator_makes_both_kinds_of_stretch() -> None:
     turn, ends = spoken(300, [("bare", [40]), ("clauses", [4, 4, 4]), ("bare", [40])])
     assert [c.escalated for c in turn.transitions] == [True, False, True]
-    assert len(ends) == 3 and all(ends)
+    assert len(ends) == 3
+    assert all(ends)
     assert ends_clause("w1.")

@@ -119,11 +119,13 @@ def test_a_new_reading_is_confirmed_by_the_words_after_it_agreeing() -> None:
     assert acc.stable_prefix == "apples and pears under loaf of bread"
     # "loaf of bread and" follows the changed words in both revisions: the new reading holds
     h = acc.push_partial("apples and pears and a loaf of bread and my sister")
-    assert h.contradiction and h.revised
+    assert h.contradiction
+    assert h.revised
     assert h.stable_prefix == "apples and pears and a loaf of bread and"
     assert h.unstable_suffix == "my sister"
     h = acc.push_partial("apples and pears and a loaf of bread and my sister said")
-    assert not h.contradiction and not h.revised
+    assert not h.contradiction
+    assert not h.revised
     assert h.stable_prefix == "apples and pears and a loaf of bread and my sister"
     assert acc.contradictions == 1
 
@@ -137,9 +139,11 @@ def test_book_a_table_becomes_look_at_the_cable_once_two_revisions_agree() -> No
         h = acc.push_partial(text)
     assert h.stable_prefix == "book a table"
     h = acc.push_partial("look at the cable")
-    assert h.contradiction and h.stable_prefix == "book a table"
+    assert h.contradiction
+    assert h.stable_prefix == "book a table"
     h = acc.push_partial("look at the cable for two")
-    assert h.revised and h.stable_prefix == "look at the cable"
+    assert h.revised
+    assert h.stable_prefix == "look at the cable"
     revisions = ["look at the cable for two people", "look at the cable for two people tonight"]
     for text in [*revisions, "look at the cable for two people tonight at"]:
         h = acc.push_partial(text)
