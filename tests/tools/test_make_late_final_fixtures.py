@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 from heard.transcript.events import EventKind, read_events
@@ -36,7 +37,7 @@ def test_one_final_per_turn_and_each_partial_holds_the_turn_so_far() -> None:
     gemini = [e.text.split() for e in read_events(CADENCE / "late" / "gemini.jsonl")]
     # a word at least five back from the end of a partial reads otherwise in the next one
     revised = [
-        i for i, (a, b) in enumerate(zip(gemini, gemini[1:], strict=False))
+        i for i, (a, b) in enumerate(pairwise(gemini))
         if a[: len(a) - 5] != b[: len(a) - 5]
     ]  # fmt: skip
     assert len(revised) >= 3, "the Gemini-style log revises words already sent"
