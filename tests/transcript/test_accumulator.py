@@ -141,6 +141,7 @@ def test_book_a_table_becomes_look_at_the_cable_once_two_revisions_agree() -> No
     h = acc.push_partial("look at the cable")
     assert h.contradiction
     assert h.stable_prefix == "book a table"
+    assert h.text == "book a table"  # not "book a table cable": words no revision said
     h = acc.push_partial("look at the cable for two")
     assert h.revised
     assert h.stable_prefix == "look at the cable"

@@ -136,7 +136,9 @@ class TranscriptAccumulator:
         return Hypothesis(
             turn_id=self.turn_id,
             stable_prefix=" ".join(self._stable_surface),
-            unstable_suffix=" ".join(words[n_stable if end is None else end :]),
+            # an unconfirmed reading that cannot be aligned shows nothing past the stable prefix:
+            # its words would land at places no revision put them ("book a table cable")
+            unstable_suffix="" if end is None else " ".join(words[end:]),
             stable_word_count=n_stable,
             revision=self.revisions,
             final=False,
@@ -155,7 +157,7 @@ class TranscriptAccumulator:
 
     def _realign(self, keys: list[str]) -> int | None:
         """Where, in a contradicting partial, the committed stable prefix ends: what of the
-        partial to show after it, until the new reading is confirmed or given up.
+        partial to show after it, until the new reading is confirmed (``None``: nothing).
 
         The recognizer may go on agreeing with itself after the point it changed its
         mind ("pears under loaf" -> "pears and a loaf", "the next order." -> "the next
