@@ -7,15 +7,16 @@ from datetime import UTC, datetime
 
 import pytest
 
+from heard.errors import UnknownNameError
 from heard.live.conversation import Conversation, PreparedContext, Retrieved, reusable
 from heard.live.retriever import MemoryRetriever
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall
 from heard.release import ESCALATED_DWELL_MS
-from heard.release.tracker import ReleaseReason, ReleaseUnit
+from heard.release.tracker import ReleaseMode, ReleaseReason, ReleaseUnit
 from heard.testing import ScriptedRetriever
 from heard.transcript.events import EventKind, TranscriptEvent
-from heard.transcript.speculation import GateConfig
+from heard.transcript.speculation import GateConfig, GateDecision
 
 
 def partial(t: int, text: str, who: str = "user") -> TranscriptEvent:
@@ -266,19 +267,94 @@ async def test_many_turns_many_speakers_publish_in_turn_order(prefetch: bool) ->
     assert len(retriever.remembered) == 6
 
 
-async def test_a_repeated_partial_is_speculated_on_whole() -> None:
+async def test_seed_000_a_pause_speculates_on_the_stable_prefix_not_the_last_word() -> None:
+    """Seed 000: speculate on the stable prefix, not the whole partial, because the final word
+    is the one most likely to be revised; a pause (a repeated partial) is no exception."""
     retriever = ScriptedRetriever()
     conv = Conversation(retriever)
     await conv.feed(partial(0, "who approves the budget"))
-    await conv.feed(partial(500, "who approves the budget for Lisbon"))
-    # nothing new heard: the last word, never stable, is in this speculation all the same
-    await conv.feed(partial(1000, "who approves the budget for Lisbon"))
-    await asyncio.sleep(0)
-    assert retriever.queries[-1] == "who approves the budget for Lisbon"
+    await conv.feed(partial(500, "who approves the budget for Lisbon"))  # fires on the budget
+    await conv.feed(partial(1000, "who approves the budget for Lisbon travel"))  # +1 token
+    assert (await started(retriever)) == ["who approves the budget"]
+    # nothing new heard: the pause speculates early on what is trusted, "travel" is not
+    step = await conv.feed(partial(1500, "who approves the budget for Lisbon travel"))
+    assert step.hypothesis.repeated
+    assert step.hypothesis.stable_prefix == "who approves the budget for Lisbon"
+    queries = await started(retriever)
+    assert queries == ["who approves the budget", "who approves the budget for Lisbon"]
     assert conv.stats.pause_speculations == 1
-    await conv.feed(final(1800, "Who approves the budget for Lisbon?"))
+    # repeated again, it says nothing the last speculation did not: no more retrievals
+    await conv.feed(partial(2000, "who approves the budget for Lisbon travel"))
+    assert conv.stats.speculations == 2
+    await conv.feed(final(2600, "Who approves the budget for Lisbon travel?"))
     await conv.join()
     (context,) = conv.contexts
+    # {approves, budget, lisbon} of {approves, budget, lisbon, travel}: 3/4, reused
     assert (context.source, context.query) == ("speculative", "who approves the budget for Lisbon")
-    # a third identical partial adds nothing new: no more retrievals
-    assert conv.stats.speculations == context.retrievals
+    assert not any("travel" in q for q in retriever.queries)  # nor retrieved on the final
+
+
+async def test_seed_000_a_pause_keeps_the_debounce_window() -> None:
+    """Seed 000's gate: a debounce window that only a strong signal or a final bypasses. A
+    pause within ``debounce_ms`` of the turn's last speculation waits for a later repeat."""
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever)  # debounce 300 ms
+    await conv.feed(partial(0, "who approves the budget"))
+    await conv.feed(partial(500, "who approves the budget for Lisbon"))  # fires
+    await conv.feed(partial(550, "who approves the budget for Lisbon travel"))
+    await conv.feed(partial(650, "who approves the budget for Lisbon travel"))  # 150 ms after
+    assert conv.stats.speculations == 1
+    assert conv.stats.pause_speculations == 0
+    await conv.feed(partial(850, "who approves the budget for Lisbon travel"))  # 350 ms after
+    assert conv.stats.pause_speculations == 1
+    assert (await started(retriever))[-1] == "who approves the budget for Lisbon"
+    await conv.aclose()
+
+
+async def test_seed_000_no_speculation_within_the_debounce_window_of_a_pause() -> None:
+    """Seed 000's debounce holds across the gate's firings and a pause's: the gate, which
+    does not see the pause's speculation, may fire 100 ms after it; that one waits. A new
+    strong signal still bypasses the window."""
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever)
+    await conv.feed(partial(0, "who approves the budget"))
+    await conv.feed(partial(500, "who approves the budget for Lisbon"))  # the gate fires
+    await conv.feed(partial(1000, "who approves the budget for Lisbon travel"))
+    await conv.feed(partial(1500, "who approves the budget for Lisbon travel"))  # the pause
+    assert conv.stats.speculations == 2
+    more = "who approves the budget for Lisbon travel next month costs"
+    step = await conv.feed(partial(1600, more))
+    assert step.decision is GateDecision.FIRE  # 1100 ms after the gate's own last firing
+    assert conv.stats.speculations == 2  # but 100 ms after the pause's
+    step = await conv.feed(partial(1900, more + " more"))
+    assert step.decision is GateDecision.FIRE
+    assert conv.stats.speculations == 3  # 400 ms after the pause's
+    assert (await started(retriever))[-1] == more
+    # within the window of that one, only a new strong signal passes
+    await conv.feed(partial(2000, more + " more do you remember what"))
+    await conv.feed(partial(2050, more + " more do you remember what she"))
+    assert conv.stats.speculations == 4
+    await conv.aclose()
+
+
+@pytest.mark.parametrize("mode", ["live", ReleaseMode.LIVE, "fast"])
+def test_seed_000_live_is_the_reference_not_a_choice(mode: str) -> None:
+    """Live is the measured reference the cadence table compares against, not a user's
+    choice: the Python API refuses it as the CLI and the server do, naming the valid ones."""
+    with pytest.raises(UnknownNameError) as refused:
+        Conversation(None, release_mode=mode)
+    assert refused.value.valid == ["balanced", "relaxed"]
+    assert "balanced, relaxed" in str(refused.value)
+
+
+@pytest.mark.parametrize("mode", ["relaxed", "balanced", ReleaseMode.BALANCED, None])
+def test_the_selectable_caption_modes_are_accepted(mode: str | None) -> None:
+    conv = Conversation(None, release_mode=mode)
+    assert conv.release_mode == (None if mode is None else ReleaseMode(mode))
+    assert (conv.captions is None) == (mode is None)
+
+
+async def started(retriever: ScriptedRetriever) -> list[str]:
+    """The queries retrieved so far, once the speculations just started have run."""
+    await asyncio.sleep(0)
+    return list(retriever.queries)
