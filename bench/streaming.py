@@ -70,17 +70,33 @@ class Policy(Protocol):
 
 
 class HeardPolicy:
-    """heard's stable prefix (``TranscriptAccumulator``): a word commits once it is stable."""
+    """heard's stable prefix (``TranscriptAccumulator``): a word commits once it is stable.
+
+    When the stable prefix takes a confirmed new reading (``revised``), the words already
+    committed stay (nothing is taken back here), and what the new reading holds past them,
+    by word alignment, commits: the captions' corrections are not counted."""
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self.acc, self.done = TranscriptAccumulator(), 0
+        self.acc, self.done, self.committed = TranscriptAccumulator(), 0, []
 
     def commit(self, text: str) -> list[str]:
-        stable = self.acc.push_partial(text).stable_prefix.split()
+        hypothesis = self.acc.push_partial(text)
+        stable = hypothesis.stable_prefix.split()
+        if hypothesis.revised and self.committed:
+            alignment = align_final(self.committed, stable)
+            last = alignment.edits[-1] if alignment.edits else None
+            beyond = (
+                len(last.words)
+                if last and not alignment.carried and not last.replaces
+                and last.at == len(self.committed)
+                else 0
+            )  # fmt: skip
+            self.done = len(stable) - beyond
         new, self.done = stable[self.done :], max(self.done, len(stable))
+        self.committed += new
         return new
 
 
