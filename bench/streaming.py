@@ -36,7 +36,7 @@ import jiwer
 
 from heard.asr import FasterWhisperTranscriber, load_audio
 from heard.asr.streaming import stream_events
-from heard.release.alignment import align_final
+from heard.release.alignment import align_final, align_reading
 from heard.release.cadence import nearest_rank
 from heard.transcript.accumulator import TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent, read_events
@@ -86,15 +86,7 @@ class HeardPolicy:
         hypothesis = self.acc.push_partial(text)
         stable = hypothesis.stable_prefix.split()
         if hypothesis.revised and self.committed:
-            alignment = align_final(self.committed, stable)
-            last = alignment.edits[-1] if alignment.edits else None
-            beyond = (
-                len(last.words)
-                if last and not alignment.carried and not last.replaces
-                and last.at == len(self.committed)
-                else 0
-            )  # fmt: skip
-            self.done = len(stable) - beyond
+            _, self.done = align_reading(self.committed, stable)
         new, self.done = stable[self.done :], max(self.done, len(stable))
         self.committed += new
         return new

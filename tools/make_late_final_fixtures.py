@@ -13,10 +13,11 @@ script reads the five committed cadence logs (``tests/data/cadence/*.jsonl``, ma
   speaker paused); finals inside a turn are dropped, and every partial is the turn's earlier
   finals followed by the original partial. The turn's final is all its finals, joined.
 * ``gemini.jsonl``: the continuous monologue as one turn whose partials also *revise earlier
-  words*: after each dropped final, the first partial still shows that stretch as the
-  recognizer last guessed it before finalizing (cut to the final's length), and the partials
-  after it show the final's reading (Gemini Live's transcription changes its reading of words
-  already sent, independently of turn boundaries).
+  words*: after each dropped final, the next two partials still show that stretch as the
+  recognizer last read it otherwise before finalizing (its latest partial whose words differ
+  from the final's, completed with the final's words), and the partials after them show the
+  final's reading (Gemini Live's transcription changes its reading of words already sent,
+  independently of turn boundaries).
 
 Pure text transformation: no audio, no model; the same input gives the same files.
 
@@ -31,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from heard.transcript.events import EventKind, TranscriptEvent, read_events
+from heard.transcript.words import normalized_key
 
 NAMES = ["natural", "continuous", "unpunctuated", "mixed", "alternating"]
 GEMINI_SOURCE = "continuous"
@@ -52,24 +54,40 @@ def _join(parts: Sequence[str]) -> str:
     return " ".join(p for p in parts if p.strip())
 
 
+STALE_PARTIALS = 2
+"""How many partials after a dropped final still show the stretch's older reading."""
+
+
+def _older_reading(guesses: Sequence[str], final: str) -> list[str] | None:
+    """The stretch as its latest partial that read it otherwise, with the final's length."""
+    words = final.split()
+    for guess in reversed(guesses):
+        read = guess.split()[: len(words)]
+        if [normalized_key(w) for w in read] != [normalized_key(w) for w in words[: len(read)]]:
+            return read + words[len(read) :]
+    return None
+
+
 def late_finals(
     events: Sequence[TranscriptEvent], *, revise: bool = False
 ) -> list[TranscriptEvent]:
     """``events`` with one final per turn; with ``revise``, earlier words revised (see above)."""
     ends = _turn_ends(events)
     done: dict[str, list[str]] = {}  # the turn's finals so far, per speaker
-    guess: dict[str, str] = {}  # the last partial before the latest dropped final
-    stale: dict[str, str | None] = {}  # how the next partial shows the latest dropped final
+    guesses: dict[str, list[str]] = {}  # the partials since the latest final, per speaker
+    stale: dict[str, tuple[str, int]] = {}  # an older reading of the latest dropped final
     out: list[TranscriptEvent] = []
     for i, e in enumerate(events):
         turn = done.setdefault(e.speaker, [])
         if e.kind is EventKind.PARTIAL:
             shown = list(turn)
-            old = stale.pop(e.speaker, None)
-            if revise and old is not None and shown:
+            old, left = stale.pop(e.speaker, ("", 0))
+            if revise and left and shown:
                 shown[-1] = old
+                if left > 1:
+                    stale[e.speaker] = (old, left - 1)
             out.append(replace(e, text=_join([*shown, e.text])))
-            guess[e.speaker] = e.text
+            guesses.setdefault(e.speaker, []).append(e.text)
             continue
         if i in ends:
             out.append(replace(e, text=_join([*turn, e.text])))
@@ -77,8 +95,10 @@ def late_finals(
             stale.pop(e.speaker, None)
         else:
             turn.append(e.text)
-            n = len(e.text.split())
-            stale[e.speaker] = " ".join(guess.get(e.speaker, e.text).split()[:n]) or None
+            older = _older_reading(guesses.get(e.speaker, []), e.text)
+            if older is not None:
+                stale[e.speaker] = (" ".join(older), STALE_PARTIALS)
+        guesses[e.speaker] = []
     return out
 
 

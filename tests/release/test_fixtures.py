@@ -68,12 +68,12 @@ def test_the_escalation_window_clears_every_boundary_free_wait_of_punctuated_spe
     assert len(waits) >= 10, "the fixtures must hold enough waits to measure"
     assert max(waits) + DECODE_STEP_MS == ESCALATE_AFTER_MS, sorted(waits)[-5:]
     assert ESCALATE_AFTER_MS > ESCALATED_DWELL_MS
-    # a punctuating recognizer writes its first mark before any word has waited
+    # a punctuating recognizer's first mark settles soon: one decode step above the longest wait
     first = [w for name in [*PUNCTUATED, *LATE_PUNCTUATED] for w in first_mark_waits(events(name))]
     assert first
     assert all(w is not None for w in first)
-    assert max(w or 0 for w in first) < ESCALATE_BEFORE_ANY_MARK_MS
-    assert ESCALATED_DWELL_MS + DECODE_STEP_MS == ESCALATE_BEFORE_ANY_MARK_MS
+    assert max(w or 0 for w in first) + DECODE_STEP_MS == ESCALATE_BEFORE_ANY_MARK_MS
+    assert ESCALATE_BEFORE_ANY_MARK_MS > ESCALATED_DWELL_MS
     assert first_mark_waits(events("late/unpunctuated")) == [None]
 
 
@@ -117,7 +117,7 @@ def test_the_cadence_holds_for_recognizers_that_finalize_late() -> None:
         assert balanced.escalations >= 1, name
         assert balanced.x_live <= 0.8, name
         assert balanced.p95_ms <= ESCALATE_AFTER_MS, name
-        assert balanced.p95_ms * 5 <= by_mode["relaxed"].p95_ms, name
+        assert balanced.units > by_mode["relaxed"].units, name
 
 
 def test_on_the_alternating_fixture_balanced_escalates_and_returns() -> None:

@@ -99,7 +99,7 @@ def test_two_clause_ends_after_escalating_bring_balanced_back(
 
 
 def test_the_speech_generator_makes_both_kinds_of_stretch() -> None:
-    turn, ends = spoken(300, [("bare", [40]), ("clauses", [4, 4, 4]), ("bare", [40])])
+    turn, ends = spoken(300, [("bare", [50]), ("clauses", [4, 4, 4]), ("bare", [50])])
     assert [c.escalated for c in turn.transitions] == [True, False, True]
     assert len(ends) == 3
     assert all(ends)

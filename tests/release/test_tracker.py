@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from heard.errors import UnknownNameError
@@ -204,3 +206,92 @@ def test_finish_takes_back_words_no_final_confirmed() -> None:
 def test_unknown_mode_lists_the_valid_ones() -> None:
     with pytest.raises(UnknownNameError, match="balanced, live, relaxed"):
         ReleaseTracker("fast")
+
+
+def _final(tracker: ReleaseTracker, text: str, t_ms: int) -> None:
+    from heard.transcript.accumulator import TranscriptAccumulator
+
+    tracker.on_hypothesis(TranscriptAccumulator().finalize(text), t_ms)
+
+
+def test_finals_cannot_de_escalate_and_re_escalate_inside_one_window() -> None:
+    """Issue 25: one final "ok. yes." then 23 bare words de-escalated and re-escalated at the
+    same moment. Two clause ends bring Balanced back; the bare words after them may escalate
+    it again only a whole window later."""
+    tracker = ReleaseTracker("balanced")
+    _final(tracker, " ".join(bare(30, "a")), 10_000)
+    _final(tracker, "ok. yes. " + " ".join(bare(23, "b")), 10_000 + ESCALATE_AFTER_MS)
+    _final(tracker, " ".join(bare(3, "c")), 11_000 + ESCALATE_AFTER_MS)
+    assert [c.escalated for c in tracker.transitions] == [True, False]
+    _final(tracker, " ".join(bare(3, "d")), 10_000 + 2 * ESCALATE_AFTER_MS)
+    assert [c.escalated for c in tracker.transitions] == [True, False, True]
+    changes = [c.t_ms for c in tracker.transitions]
+    assert all(b - a >= ESCALATE_AFTER_MS for a, b in pairwise(changes))
+
+
+def _stable(tracker: ReleaseTracker, words: list[str], t_ms: int) -> list[ReleaseUnit]:
+    from heard.transcript.accumulator import Hypothesis
+
+    hypothesis = Hypothesis(None, " ".join(words), "next", len(words), 1, False)
+    units = tracker.on_hypothesis(hypothesis, t_ms)
+    for t in range(t_ms + 100, t_ms + 400, 100):
+        units += tracker.poll(t)
+    return units
+
+
+def test_a_clause_end_a_revision_moves_is_counted_once() -> None:
+    """Only two clause ends de-escalate; a new reading that inserts a word before the one
+    already counted moves it, and it is still one."""
+    tracker = ReleaseTracker("balanced")
+    words, t = ["Hello."], 0
+    _stable(tracker, words, t)
+    for i in range(40):
+        t += 400
+        words = [*words, f"w{i}"]
+        _stable(tracker, words, t)
+    assert tracker.escalated
+    for word in ["stray.", *bare(5, "v")]:
+        t += 400
+        words = [*words, word]
+        _stable(tracker, words, t)
+    at = words.index("stray.")
+    words = [*words[:at], "uh", *words[at:]]
+    for word in ["", *bare(5, "u")]:
+        t += 400
+        words = [*words, word] if word else words
+        _stable(tracker, words, t)
+    assert tracker.escalated
+    assert [c.escalated for c in tracker.transitions] == [True]
+
+
+def test_a_new_reading_corrects_only_the_released_words() -> None:
+    """Issue 25 review: a changed stable prefix is aligned with the words released, never with
+    the whole new reading, so no word goes out by a correction that the policy did not release
+    and the caption is never a splice of two readings."""
+    tracker = ReleaseTracker("balanced", NO_PAUSE)
+    document: list[str] = []
+    for unit in _stable(tracker, "we said that the next port button.".split(), 1000):
+        document[unit.position : unit.position + unit.replaces] = unit.text.split()
+    new = "we said that an export mug, Maria will lead network, and she needs one more"
+    units = _stable(tracker, new.split(), 2000)
+    for unit in units:
+        document[unit.position : unit.position + unit.replaces] = unit.text.split()
+    assert all(u.reason is ReleaseReason.CORRECTION for u in units)
+    assert document == "we said that an export mug, Maria".split()
+    assert tracker.watermark == 7
+
+
+def test_a_period_on_every_partials_last_word_does_not_stop_escalation() -> None:
+    """Whisper ends most partials with a period it drops as the sentence goes on: marks on
+    words not yet settled do not stop the escalation clock."""
+    acc_words: list[str] = []
+    stabilizer = TranscriptStabilizer()
+    captions = Captions("balanced")
+    for i in range(60):
+        acc_words.append(f"w{i}")
+        event = TranscriptEvent(400 * (i + 1), EventKind.PARTIAL, " ".join(acc_words) + ".")
+        captions.on_step(stabilizer.on_event(event))
+        for t in range(event.t_ms + 100, event.t_ms + 400, 100):
+            captions.tick(t)
+    assert captions.tracker("speaker").escalated
+    assert sum(u.reason is ReleaseReason.DWELL for u in captions.units) >= 3

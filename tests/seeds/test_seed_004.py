@@ -137,6 +137,7 @@ def test_escalated_balanced_still_releases_at_clause_boundaries() -> None:
     turn.say(clause(30, ""))
     assert turn.escalated
     turn.units.clear()
+    turn.every_ms = 150  # a quick clause: its end settles before the dwell falls due
     turn.say(["so", "we", "ship", "today.", "and"])  # "today." settles under "and"
     [unit] = [u for u in turn.units if u.reason is ReleaseReason.BOUNDARY]
     assert unit.text.endswith("so we ship today.")

@@ -111,23 +111,41 @@ def test_a_contradiction_is_counted_and_never_retracts_the_prefix() -> None:
     assert acc.contradictions == 2
 
 
-def test_a_new_reading_is_confirmed_by_the_words_after_it_agreeing() -> None:
+def test_a_new_reading_confirmed_by_the_next_revision_becomes_the_stable_prefix() -> None:
     # Recorded from faster-whisper on the run-on sample: "under loaf" became "and a loaf".
     acc = TranscriptAccumulator()
     acc.push_partial("apples and pears under loaf of bread")
     acc.push_partial("apples and pears under loaf of bread and milk")
     assert acc.stable_prefix == "apples and pears under loaf of bread"
-    # "loaf of bread and" follows the changed words in both revisions: the new reading holds
     h = acc.push_partial("apples and pears and a loaf of bread and my sister")
     assert h.contradiction
-    assert h.revised
-    assert h.stable_prefix == "apples and pears and a loaf of bread and"
-    assert h.unstable_suffix == "my sister"
-    h = acc.push_partial("apples and pears and a loaf of bread and my sister said")
-    assert not h.contradiction
     assert not h.revised
+    assert h.stable_prefix == "apples and pears under loaf of bread"
+    h = acc.push_partial("apples and pears and a loaf of bread and my sister said")
+    assert h.contradiction
+    assert h.revised
     assert h.stable_prefix == "apples and pears and a loaf of bread and my sister"
-    assert acc.contradictions == 1
+    assert h.unstable_suffix == "said"
+    assert acc.contradictions == 2
+
+
+def test_a_word_the_recognizer_flips_does_not_stall_the_words_after_it() -> None:
+    """Recorded from heard's ASR on the cadence monologue: "moved on the" / "moved to the"
+    flip from revision to revision. A revision that agrees with the stable prefix grows it
+    where it agrees with the last one after the prefix, though that one read "to"."""
+    acc = TranscriptAccumulator()
+    acc.push_partial("after that we moved on the web")
+    acc.push_partial("after that we moved on the web dashboard")
+    assert acc.stable_prefix == "after that we moved on the web"
+    h = acc.push_partial("after that we moved to the web dashboard where customers ask")
+    assert h.contradiction
+    assert not h.revised
+    assert h.stable_prefix == "after that we moved on the web"
+    # back to "on": it agrees with the prefix, and with the last revision after it
+    h = acc.push_partial("after that we moved on the web dashboard where customers asked for")
+    assert not h.contradiction
+    assert h.stable_prefix == "after that we moved on the web dashboard where customers"
+    assert h.text == "after that we moved on the web dashboard where customers asked for"
 
 
 def test_book_a_table_becomes_look_at_the_cable_once_two_revisions_agree() -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from heard.transcript.words import normalized_key
 
-__all__ = ["Edit", "FinalAlignment", "align_final"]
+__all__ = ["Edit", "FinalAlignment", "align_final", "align_reading"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,18 +47,9 @@ class FinalAlignment:
         return sum(e.replaces for e in self.edits)
 
 
-def align_final(released: Sequence[str], final: Sequence[str]) -> FinalAlignment:
-    """Align released words with a final's words (normalized; see the module docstring).
-
-    Cost: a substitution, an insertion or a deletion costs 1, a match 0; released words left
-    after the whole final is aligned cost nothing (they are carried). Of equal alignments, the
-    one that uses more of the released words wins, so a wrong word is corrected rather than
-    carried.
-    """
-    r = [normalized_key(w) for w in released]
-    f = [normalized_key(w) for w in final]
+def _costs(r: list[str], f: list[str]) -> list[list[int]]:
+    """cost[i][j]: the edit distance of r[:i] and f[:j] (substitution, insertion, deletion 1)."""
     n, m = len(r), len(f)
-    # cost[i][j]: aligning released[:i] with final[:j]
     cost = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n + 1):
         cost[i][0] = i
@@ -69,12 +60,17 @@ def align_final(released: Sequence[str], final: Sequence[str]) -> FinalAlignment
         for j in range(1, m + 1):
             row[j] = min(
                 prev[j - 1] + (r[i - 1] != f[j - 1]),
-                prev[j] + 1,  # a released word the final drops
-                row[j - 1] + 1,  # a final word never released
+                prev[j] + 1,  # a released word the other reading drops
+                row[j - 1] + 1,  # a word of the other reading never released
             )
-    best = min(range(n + 1), key=lambda i: (cost[i][m], -i))
+    return cost
+
+
+def _edits(
+    r: list[str], f: list[str], words: Sequence[str], cost: list[list[int]], i: int, j: int
+) -> tuple[Edit, ...]:
+    """The edits that turn r[:i] into f[:j] (``words`` are f's surface forms), in order."""
     ops: list[tuple[str, int, int]] = []  # (kind, released index, final index), backwards
-    i, j = best, m
     while i > 0 or j > 0:
         if i > 0 and j > 0 and cost[i][j] == cost[i - 1][j - 1] + (r[i - 1] != f[j - 1]):
             ops.append(("match" if r[i - 1] == f[j - 1] else "sub", i - 1, j - 1))
@@ -93,8 +89,8 @@ def align_final(released: Sequence[str], final: Sequence[str]) -> FinalAlignment
         if block:
             at = block[0][1]
             replaces = sum(kind != "ins" for kind, _, _ in block)
-            words = tuple(final[j] for kind, _, j in block if kind != "del")
-            edits.append(Edit(at, replaces, words))
+            put = tuple(words[j] for kind, _, j in block if kind != "del")
+            edits.append(Edit(at, replaces, put))
             block.clear()
 
     for op in ops:
@@ -103,4 +99,33 @@ def align_final(released: Sequence[str], final: Sequence[str]) -> FinalAlignment
         else:
             block.append(op)
     close()
-    return FinalAlignment(tuple(edits), n - best)
+    return tuple(edits)
+
+
+def align_final(released: Sequence[str], final: Sequence[str]) -> FinalAlignment:
+    """Align released words with a final's words (normalized; see the module docstring).
+
+    Cost: a substitution, an insertion or a deletion costs 1, a match 0; released words left
+    after the whole final is aligned cost nothing (they are carried). Of equal alignments, the
+    one that uses more of the released words wins, so a wrong word is corrected rather than
+    carried.
+    """
+    r = [normalized_key(w) for w in released]
+    f = [normalized_key(w) for w in final]
+    cost = _costs(r, f)
+    n, m = len(r), len(f)
+    best = min(range(n + 1), key=lambda i: (cost[i][m], -i))
+    return FinalAlignment(_edits(r, f, final, cost, best, m), n - best)
+
+
+def align_reading(released: Sequence[str], reading: Sequence[str]) -> tuple[tuple[Edit, ...], int]:
+    """Align all the released words with the start of a new reading of the same utterance
+    (a stable prefix that changed): the edits that turn them into ``reading[:end]``, and
+    ``end``. The rest of the reading was never released. Of equal costs, the end closest to
+    the released words' count wins."""
+    r = [normalized_key(w) for w in released]
+    f = [normalized_key(w) for w in reading]
+    cost = _costs(r, f)
+    n = len(r)
+    end = min(range(len(f) + 1), key=lambda j: (cost[n][j], abs(j - n)))
+    return _edits(r, f, reading, cost, n, end), end

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from heard.registry import Registry
-from heard.release.alignment import align_final
+from heard.release.alignment import align_final, align_reading
 from heard.release.policy import (
     BARE_FINAL_WORDS,
     COMMA_UNIT_WORDS,
@@ -206,7 +206,7 @@ class ReleaseTracker:
             self._last_growth_ms = t_ms  # the recognizer heard something new
         units = self._follow(words, t_ms)
         self._count_clause_ends(self._stable, t_ms)
-        self._restart_clock(hypothesis.text.split(), t_ms)
+        self._restart_clock(self._stable, t_ms)
         if len(self._stable) > len(self._released) and self._wait_since is None:
             self._wait_since = t_ms
         return units + self._decide(t_ms)
@@ -233,20 +233,16 @@ class ReleaseTracker:
         n = min(len(words), len(released))
         units: list[ReleaseUnit] = []
         if _keys(words[:n]) != _keys(released[:n]):
-            alignment = align_final(released, words)
-            end = len(released) - alignment.carried
-            edits = [e for e in alignment.edits if e.at < end or e.replaces]
-            units, shift, edited = [], 0, list(released)
+            edits, end = align_reading(released, words)
+            shift = 0
             for edit in edits:
-                at = edit.at + shift
-                edited[at : at + edit.replaces] = edit.words
                 units.append(
                     self._unit(" ".join(edit.words), ReleaseReason.CORRECTION, t_ms,
-                               self.confirmed + at, edit.replaces)
+                               self.confirmed + edit.at + shift, edit.replaces)
                 )  # fmt: skip
                 shift += len(edit.words) - edit.replaces
             self.corrections += sum(e.replaces for e in edits)
-            self._released = edited
+            self._released = list(words[:end])
         if len(words) < len(self._released):
             words = list(self._released)  # a shorter reading: nothing new to take
         old, settled = self._stable, self._settled_at
@@ -256,14 +252,27 @@ class ReleaseTracker:
             else t_ms
             for i in range(len(words))
         ]
+        changed = next((i for i in range(min(len(old), len(words)))
+                        if normalized_key(old[i]) != normalized_key(words[i])), None)  # fmt: skip
+        if changed is not None:
+            self._recount_clause_ends(words, changed)
         self._stable = words
         return units
+
+    def _recount_clause_ends(self, words: list[str], changed: int) -> None:
+        """A new reading from ``changed`` on: its clause ends there are the old reading's,
+        moved, as many as that had (a clause end counts once, wherever a revision puts it)."""
+        moved = {i for i in self._clause_ends if i >= changed}
+        self._clause_ends -= moved
+        ends = [i for i in range(changed, len(words)) if ends_clause(words[i])]
+        self._clause_ends |= set(ends[: len(moved)])
 
     # -- punctuation and escalation ---------------------------------------------------------
 
     def _restart_clock(self, heard: list[str], t_ms: int) -> None:
-        """Boundary-free waiting runs from when the first settled word after the last mark the
-        recognizer wrote (anywhere in its hypothesis) and after the released words settled."""
+        """Boundary-free waiting runs from when the first settled word after the last settled
+        mark and after the released words settled. Marks on unsettled words do not count:
+        Whisper ends most partials with a period it drops as the sentence goes on."""
         last_mark = max((i for i, w in enumerate(heard) if punctuated(w)), default=-1)
         if last_mark >= 0:
             self._first_mark(t_ms)

@@ -5,13 +5,15 @@ revisions, compared with a word-match rule (``heard.transcript.words``). Three
 rules keep it trustworthy:
 
 * the last word of a partial is never stable: it is the one most often revised;
-* a partial that disagrees with the stable prefix is counted as a *contradiction*.
-  Its new reading is *confirmed*, and becomes the stable prefix (``revised``), when
-  two consecutive revisions agree on a prefix longer than the stable one (seed
-  000's rule), or sooner, when the words after the ones it changed agree with the
-  last revision's ("pears under loaf" -> "pears and a loaf of bread"). So the stable
-  prefix is always a word prefix of one revision of the turn, never a splice of
-  two readings, and it never shrinks;
+* a partial that disagrees with the stable prefix is counted as a *contradiction*
+  and changes nothing by itself. Its new reading is *confirmed*, and becomes the
+  stable prefix (``revised``), when the next revision agrees with it on a prefix
+  longer than the stable one (seed 000's rule). A partial that agrees with the
+  stable prefix grows it where it agrees with the last revision on what follows the
+  stable prefix, even if that revision misread a committed word ("on" / "to" / "on":
+  the recognizer's flip does not stall the words after it). So the stable prefix is
+  always a word prefix of one revision of the turn, never a splice of two readings,
+  and it never shrinks;
 * a final replaces the hypothesis wholesale: only finals are evidence.
 
 Without contradictions this is seed 000's accumulator word for word (exact word
@@ -112,19 +114,16 @@ class TranscriptAccumulator:
         # until a later revision confirms it.
         reach = min(_common_prefix_len(self._last_keys or [], keys), len(keys) - 1)
         revised = not agrees and reach > n_stable
+        if agrees:
+            # the last revision may have misread a committed word and still agree on what
+            # follows it: compare what each says after the stable prefix
+            reach = max(reach, n_stable + self._agreed_after(keys, n_stable))
+        end: int | None = n_stable
         if reach > n_stable:
             self._stable_keys = keys[:reach]
-            n_stable = reach
-        end: int | None = n_stable
-        if not (agrees or revised):
+            n_stable = end = reach
+        elif not agrees:
             end = self._realign(keys)
-            grown = self._agreed_after(keys, end)
-            if end is not None and grown > 0 and end + grown > n_stable:
-                # The words after the changed ones agree with the last revision: this
-                # revision's reading, up to them, is confirmed.
-                revised = True
-                n_stable = end = end + grown
-                self._stable_keys = keys[:n_stable]
         if agrees or revised:
             self._stable_surface = words[:n_stable]
         if not agrees:
