@@ -4,8 +4,9 @@ Each audio file is streamed once through heard's streaming ASR (faster-whisper
 tiny.en, 1000 ms chunks, simulated clock); both commit policies then read the same
 partials and finals, so the difference is the policy alone:
 
-* heard: ``TranscriptAccumulator`` (normalized agreement, last word never stable,
-  never retracts, re-alignment after a contradiction);
+* heard: ``TranscriptAccumulator`` (normalized agreement, last word never stable, a new
+  reading adopted once two consecutive revisions confirm it); under these irrevocable
+  commits, a revised stable prefix commits what it holds past the committed words;
 * LocalAgreement-2, as whisper_streaming describes it (``bench/peers.py``).
 
 For each policy: committed-word latency (from the first partial holding a word to

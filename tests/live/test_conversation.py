@@ -339,8 +339,8 @@ async def test_seed_000_no_speculation_within_the_debounce_window_of_a_pause() -
 
 
 @pytest.mark.parametrize("mode", ["live", ReleaseMode.LIVE, "fast"])
-def test_seed_000_live_is_the_reference_not_a_choice(mode: str) -> None:
-    """Live is the measured reference the cadence table compares against, not a user's
+def test_seed_004_live_is_the_reference_not_a_choice(mode: str) -> None:
+    """Seed 004: Live is the measured reference the cadence table compares against, not a user's
     choice: the Python API refuses it as the CLI and the server do, naming the valid ones."""
     with pytest.raises(UnknownNameError) as refused:
         Conversation(None, release_mode=mode)

@@ -49,7 +49,8 @@ def test_balanced_holds_unpunctuated_text_until_the_stretch_proves_itself() -> N
 
 def test_escalation_threshold_clears_the_inter_boundary_interval() -> None:
     """Seed: the constant clears the measured worst wait of punctuated speech, and a window
-    that only clears the dwell (the seed's 1600 ms) escalates the punctuated meeting: the
+    that only clears the dwell (1600 ms, the value seed 004 seeded to show it) escalates the
+    punctuated meeting: the
     binding constraint is the measurement, not the dwell."""
     worst = max(
         w

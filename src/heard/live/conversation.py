@@ -132,7 +132,7 @@ class LiveStats:
     speculations: int = 0
     pause_speculations: int = 0
     """Of the speculations, those a pause started (a partial the recognizer repeated unchanged)
-    where the gate would not have: on its stable prefix, outside the debounce window."""
+    where the gate would not have: on the repeated partial, outside the debounce window."""
     reused: int = 0
     fresh: int = 0
     wasted: int = 0

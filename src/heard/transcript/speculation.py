@@ -15,10 +15,10 @@ Defaults (``GateConfig``) and why:
 * ``min_new_content_tokens = 2``: speech carries about one content word a
   second, and one more rarely changes what a lexical query finds. On the
   bundled real logs (``python bench/gate.py``; table in BENCHMARKS.md) a
-  minimum of 2 fires 2 and 13 speculations over 21 and 32 partials, against 5
-  and 20 with a minimum of 1, while the last speculative query still holds 4/6
-  and 21/26 of the final's content tokens (5/6 and 22/26 with 1). A minimum of
-  3 saves little more (1 and 12) and loses freshness on the short turn (3/6).
+  minimum of 2 fires 2 and 8 speculations over 21 and 32 partials, against 5
+  and 14 with a minimum of 1, while the last speculative query still holds 4/6
+  and 22/26 of the final's content tokens (5/6 and 22/26 with 1). A minimum of
+  3 saves little more (1 and 7) and loses freshness on the short turn (3/6).
 """
 
 from __future__ import annotations
