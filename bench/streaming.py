@@ -81,7 +81,8 @@ class HeardPolicy:
         self.reset()
 
     def reset(self) -> None:
-        self.acc, self.done, self.committed = TranscriptAccumulator(), 0, []
+        self.acc, self.done = TranscriptAccumulator(), 0
+        self.committed: list[str] = []
 
     def commit(self, text: str) -> list[str]:
         hypothesis = self.acc.push_partial(text)

@@ -189,7 +189,7 @@ def unpunctuated_runs(events: Sequence[TranscriptEvent]) -> list[int]:
     captions = Captions(ReleaseMode.BALANCED, config)
     for e in events:
         captions.on_step(stabilizer.on_event(e))
-    return [n for tracker in captions.trackers.values() for n in tracker.unpunctuated_runs]
+    return [n for t in captions.trackers.values() for n in t.escalation.unpunctuated_runs]
 
 
 def _unescalated(events: Sequence[TranscriptEvent]) -> Captions:
@@ -215,10 +215,11 @@ def boundary_free_waits(events: Sequence[TranscriptEvent]) -> list[int]:
     """How long settled words waited with no punctuation mark after the last one, each wait as
     it ended (ms), as Balanced's escalation on time measures them, with escalation off."""
     trackers = _unescalated(events).trackers.values()
-    return [w for tracker in trackers for w in tracker.boundary_free_waits]
+    return [w for tracker in trackers for w in tracker.escalation.boundary_free_waits]
 
 
 def first_mark_waits(events: Sequence[TranscriptEvent]) -> list[int | None]:
     """Per speaker, how long settled words had waited when the recognizer wrote its first
     punctuation mark (ms; None if it never did)."""
-    return [tracker.first_mark_wait_ms for tracker in _unescalated(events).trackers.values()]
+    trackers = _unescalated(events).trackers.values()
+    return [tracker.escalation.first_mark_wait_ms for tracker in trackers]

@@ -6,6 +6,7 @@ The numbers here encode measurements; each says where its measurement lives.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 __all__ = [
     "BARE_FINAL_WORDS",
@@ -18,6 +19,7 @@ __all__ = [
     "LIVE_DWELL_MS",
     "MIN_UNIT_WORDS",
     "PAUSE_MS",
+    "ReleaseConfig",
     "ends_clause",
     "punctuated",
 ]
@@ -104,6 +106,25 @@ _ANY_MARK = re.compile("[.,!?;:\u2026\u3001\u3002\uff0c\uff01\uff1f\uff1b\uff1a]
 def punctuated(word: str) -> bool:
     """Whether a recognizer word carries any punctuation mark, commas included."""
     return bool(_ANY_MARK.search(word))
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseConfig:
+    """The release policy's settings; each default is the measured constant above."""
+
+    dwell_ms: int = LIVE_DWELL_MS
+    escalated_dwell_ms: int = ESCALATED_DWELL_MS
+    escalate_after_ms: int | None = ESCALATE_AFTER_MS
+    """None turns escalation on time off (finals alone then escalate)."""
+    escalate_before_any_mark_ms: int | None = ESCALATE_BEFORE_ANY_MARK_MS
+    """The window while the recognizer has written no mark at all for this speaker."""
+    escalate_after_words: int = ESCALATE_AFTER_WORDS
+    bare_final_words: int = BARE_FINAL_WORDS
+    de_escalate_clause_ends: int = DE_ESCALATE_CLAUSE_ENDS
+    min_unit_words: int = MIN_UNIT_WORDS
+    comma_unit_words: int = COMMA_UNIT_WORDS
+    pause_ms: int | None = PAUSE_MS
+    """None turns pause boundaries off (the behaviour of the spec's design)."""
 
 
 if not ESCALATED_DWELL_MS >= LIVE_DWELL_MS:  # pragma: no cover - a retune gone wrong

@@ -17,16 +17,12 @@ on every fixture.
 * **Balanced** releases at clause boundaries (sentence punctuation) of at least
   ``MIN_UNIT_WORDS`` words, and at pauses (the recognizer repeated itself for ``PAUSE_MS``).
   When the recognizer stops punctuating it *escalates*: it then also releases settled text
-  that has waited ``ESCALATED_DWELL_MS``. It escalates on time, inside an utterance: settled
-  words have waited ``ESCALATE_AFTER_MS`` with no punctuation mark after the last one (commas
-  count: they show the recognizer punctuates), so late finals are not needed; the finals, when
-  they come, are a faster signal (a long final with no mark, or ``ESCALATE_AFTER_WORDS`` words
-  of finals without one). It de-escalates after ``DE_ESCALATE_CLAUSE_ENDS`` clause ends
-  (``. ? !``, not commas; dwell releases do not reset the count). No two changes fall within
-  ``ESCALATE_AFTER_MS`` of each other, and silence never escalates.
+  that has waited ``ESCALATED_DWELL_MS``. ``heard.release.escalation`` decides when, on time
+  inside the utterance (late finals are not needed), and when to come back.
 
 When a confirmed new reading of the recognizer (``Hypothesis.revised``) changes words already
-released, a correction unit replaces them at once, as a final's would.
+released, correction units replace just the released words that differ, at once, as a
+final's would.
 """
 
 from __future__ import annotations
@@ -36,20 +32,8 @@ from enum import StrEnum
 
 from heard.registry import Registry
 from heard.release.alignment import align_final, align_reading
-from heard.release.policy import (
-    BARE_FINAL_WORDS,
-    COMMA_UNIT_WORDS,
-    DE_ESCALATE_CLAUSE_ENDS,
-    ESCALATE_AFTER_MS,
-    ESCALATE_AFTER_WORDS,
-    ESCALATE_BEFORE_ANY_MARK_MS,
-    ESCALATED_DWELL_MS,
-    LIVE_DWELL_MS,
-    MIN_UNIT_WORDS,
-    PAUSE_MS,
-    ends_clause,
-    punctuated,
-)
+from heard.release.escalation import Escalation, ModeChange
+from heard.release.policy import ReleaseConfig, ends_clause, punctuated
 from heard.transcript.accumulator import Hypothesis
 from heard.transcript.words import normalized_key
 
@@ -116,31 +100,6 @@ class ReleaseUnit:
         }  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class ReleaseConfig:
-    dwell_ms: int = LIVE_DWELL_MS
-    escalated_dwell_ms: int = ESCALATED_DWELL_MS
-    escalate_after_ms: int | None = ESCALATE_AFTER_MS
-    """None turns escalation on time off (finals alone then escalate)."""
-    escalate_before_any_mark_ms: int | None = ESCALATE_BEFORE_ANY_MARK_MS
-    """The window while the recognizer has written no mark at all for this speaker."""
-    escalate_after_words: int = ESCALATE_AFTER_WORDS
-    bare_final_words: int = BARE_FINAL_WORDS
-    de_escalate_clause_ends: int = DE_ESCALATE_CLAUSE_ENDS
-    min_unit_words: int = MIN_UNIT_WORDS
-    comma_unit_words: int = COMMA_UNIT_WORDS
-    pause_ms: int | None = PAUSE_MS
-    """None turns pause boundaries off (the behaviour of the spec's design)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModeChange:
-    """Balanced switching to timed releases (``escalated``) or back to clauses, at ``t_ms``."""
-
-    t_ms: int
-    escalated: bool
-
-
 def _keys(words: list[str]) -> list[str]:
     return [normalized_key(w) for w in words]
 
@@ -159,26 +118,12 @@ class ReleaseTracker:
         self.mode = mode if isinstance(mode, ReleaseMode) else RELEASE_MODES[mode]
         self.config = config or ReleaseConfig()
         self.speaker = speaker
-        self.escalated = False
-        self.transitions: list[ModeChange] = []
-        """Each time Balanced escalates or de-escalates."""
-        self.unpunctuated_runs: list[int] = []
-        """Words of the finals between punctuation marks, each run as it ended: what escalation
-        on finals measures (tests/release/test_fixtures.py derives its threshold from them)."""
-        self.boundary_free_waits: list[int] = []
-        """How long settled words waited with no punctuation mark after the last one, each wait
-        as it ended (ms): what escalation on time measures (same test)."""
-        self.first_mark_wait_ms: int | None = None
-        """How long settled words had waited when the recognizer wrote its first mark (ms; 0
-        if none waited): what the window before any mark measures (same test)."""
+        self.escalation = Escalation(self.config, enabled=self.mode is ReleaseMode.BALANCED)
         self.corrections = 0
         """Released words a final or a new reading contradicted (replaced or dropped)."""
         self.utterance = 0
         self.confirmed = 0
         """Words of this speaker's finals so far: the caption document's settled length."""
-        self._final_run = 0  # words of the finals since their last punctuation mark
-        self._clause_ends_while_escalated = 0
-        self._last_change_ms: int | None = None
         self._released: list[str] = []  # released since the last final (carried words first)
         self._start_utterance(None)
 
@@ -186,9 +131,17 @@ class ReleaseTracker:
         self._stable: list[str] = list(self._released)
         self._settled_at: list[int | None] = [t_ms] * len(self._stable)
         self._wait_since: int | None = None  # when unreleased stable text first appeared
-        self._free_since: int | None = None  # when boundary-free waiting began (escalation)
-        self._clause_ends: set[int] = set()  # positions of the utterance's counted clause ends
         self._last_growth_ms: int | None = None
+        self.escalation.start_utterance()
+
+    @property
+    def escalated(self) -> bool:
+        return self.escalation.escalated
+
+    @property
+    def transitions(self) -> list[ModeChange]:
+        """Each time Balanced escalated or de-escalated."""
+        return self.escalation.transitions
 
     @property
     def watermark(self) -> int:
@@ -205,8 +158,7 @@ class ReleaseTracker:
         if not hypothesis.repeated or self._last_growth_ms is None:
             self._last_growth_ms = t_ms  # the recognizer heard something new
         units = self._follow(words, t_ms)
-        self._count_clause_ends(self._stable, t_ms)
-        self._restart_clock(self._stable, t_ms)
+        self.escalation.on_stable(self._stable, self._settled_at, len(self._released), t_ms)
         if len(self._stable) > len(self._released) and self._wait_since is None:
             self._wait_since = t_ms
         return units + self._decide(t_ms)
@@ -255,108 +207,9 @@ class ReleaseTracker:
         changed = next((i for i in range(min(len(old), len(words)))
                         if normalized_key(old[i]) != normalized_key(words[i])), None)  # fmt: skip
         if changed is not None:
-            self._recount_clause_ends(words, changed)
+            self.escalation.on_new_reading(words, changed)
         self._stable = words
         return units
-
-    def _recount_clause_ends(self, words: list[str], changed: int) -> None:
-        """A new reading from ``changed`` on: its clause ends there are the old reading's,
-        moved, as many as that had (a clause end counts once, wherever a revision puts it)."""
-        moved = {i for i in self._clause_ends if i >= changed}
-        self._clause_ends -= moved
-        ends = [i for i in range(changed, len(words)) if ends_clause(words[i])]
-        self._clause_ends |= set(ends[: len(moved)])
-
-    # -- punctuation and escalation ---------------------------------------------------------
-
-    def _restart_clock(self, heard: list[str], t_ms: int) -> None:
-        """Boundary-free waiting runs from when the first settled word after the last settled
-        mark and after the released words settled. Marks on unsettled words do not count:
-        Whisper ends most partials with a period it drops as the sentence goes on."""
-        last_mark = max((i for i, w in enumerate(heard) if punctuated(w)), default=-1)
-        if last_mark >= 0:
-            self._first_mark(t_ms)
-        start = max(len(self._released), last_mark + 1)
-        since = self._settled_at[start] if start < len(self._stable) else None
-        if since is not None and self._last_change_ms is not None:
-            since = max(since, self._last_change_ms)
-        self._set_clock(since, t_ms)
-
-    def _first_mark(self, t_ms: int) -> None:
-        if self.first_mark_wait_ms is None:
-            since = self._free_since
-            self.first_mark_wait_ms = 0 if since is None else t_ms - since
-
-    def _set_clock(self, since: int | None, t_ms: int) -> None:
-        if since == self._free_since:
-            return
-        if self._free_since is not None:
-            self.boundary_free_waits.append(t_ms - self._free_since)
-        self._free_since = since
-
-    def _count_clause_ends(self, words: list[str], t_ms: int) -> None:
-        """Count the clause ends of ``words`` not counted yet, each place once: while
-        escalated, they are what brings Balanced back."""
-        for i, word in enumerate(words):
-            if ends_clause(word) and i not in self._clause_ends:
-                self._clause_ends.add(i)
-                if self.escalated:
-                    self._clause_ends_while_escalated += 1
-
-    def _may_change(self, t_ms: int) -> bool:
-        window = self.config.escalate_after_ms or 0
-        return self._last_change_ms is None or t_ms - self._last_change_ms >= window
-
-    def _change(self, escalated: bool, t_ms: int) -> None:
-        self.escalated = escalated
-        self._clause_ends_while_escalated = 0
-        self._last_change_ms = t_ms
-        self.transitions.append(ModeChange(t_ms, escalated=escalated))
-
-    def _escalation(self, t_ms: int) -> None:
-        """Escalate on sustained boundary-free waiting while speech goes on; de-escalate on
-        clause ends; never two changes inside one window."""
-        window = self.config.escalate_after_ms
-        waited = None if self._free_since is None else t_ms - self._free_since
-        speaking = self._last_growth_ms is not None and (
-            self.config.pause_ms is None or t_ms - self._last_growth_ms < self.config.pause_ms
-        )
-        if waited is None or not speaking:
-            waited = None
-        proven = window is not None and waited is not None and waited >= window
-        if not self.escalated:
-            before_any = self.config.escalate_before_any_mark_ms
-            if self.first_mark_wait_ms is None and before_any is not None and waited is not None:
-                proven = proven or waited >= before_any
-            if proven and self._may_change(t_ms):
-                self._change(True, t_ms)
-        elif proven:
-            self._clause_ends_while_escalated = 0  # the marks did not last: still unpunctuated
-        elif (
-            self._clause_ends_while_escalated >= self.config.de_escalate_clause_ends
-            and self._may_change(t_ms)
-        ):
-            self._change(False, t_ms)
-
-    def _escalate_on_final(self, words: list[str], t_ms: int) -> None:
-        """The finals are what the recognizer settled on: when one of ``bare_final_words`` or
-        more holds no punctuation mark at all, or they run on for ``escalate_after_words``
-        words without one, the recognizer is not punctuating."""
-        for word in words:
-            self._final_run += 1
-            if punctuated(word):
-                self._first_mark(t_ms)
-                self.unpunctuated_runs.append(self._final_run)
-                self._final_run = 0
-        self._count_clause_ends(words, t_ms)
-        bare = len(words) >= self.config.bare_final_words and not any(map(punctuated, words))
-        if (
-            self.mode is ReleaseMode.BALANCED
-            and not self.escalated
-            and (bare or self._final_run >= self.config.escalate_after_words)
-            and self._may_change(t_ms)
-        ):
-            self._change(True, t_ms)
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -365,7 +218,7 @@ class ReleaseTracker:
             return []
         if self.mode is ReleaseMode.LIVE:
             return self._dwell(t_ms, self.config.dwell_ms)
-        self._escalation(t_ms)
+        self.escalation.decide(t_ms, self._last_growth_ms)
         units = self._boundaries(t_ms)
         if self.escalated:
             units += self._dwell(t_ms, self.config.escalated_dwell_ms)
@@ -416,10 +269,7 @@ class ReleaseTracker:
 
     def _finalize(self, words: list[str], t_ms: int) -> list[ReleaseUnit]:
         """Settle the utterance on its final: correct, insert, carry (see the module doc)."""
-        self._escalate_on_final(words, t_ms)
-        self._set_clock(None, t_ms)
-        if self.mode is ReleaseMode.BALANCED:
-            self._escalation(t_ms)
+        self.escalation.on_final(words, t_ms)
         alignment = align_final(self._released, words)
         units, shift = [], 0
         for edit in alignment.edits:
