@@ -184,12 +184,8 @@ def cadence_rows(
 def unpunctuated_runs(events: Sequence[TranscriptEvent]) -> list[int]:
     """Stable words heard between punctuation marks, per run, as Balanced's escalation counts
     them (with escalation off, so every run is seen whole)."""
-    config = ReleaseConfig(escalate_after_words=10**9)
-    stabilizer = TranscriptStabilizer()
-    captions = Captions(ReleaseMode.BALANCED, config)
-    for e in events:
-        captions.on_step(stabilizer.on_event(e))
-    return [n for t in captions.trackers.values() for n in t.escalation.unpunctuated_runs]
+    trackers = _unescalated(events).trackers.values()
+    return [n for tracker in trackers for n in tracker.escalation.unpunctuated_runs]
 
 
 def _unescalated(events: Sequence[TranscriptEvent]) -> Captions:

@@ -27,11 +27,12 @@ final's would.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from heard.registry import Registry
-from heard.release.alignment import align_final, align_reading
+from heard.release.alignment import Edit, align_final, align_reading
 from heard.release.escalation import Escalation, ModeChange
 from heard.release.policy import ReleaseConfig, ends_clause, punctuated
 from heard.transcript.accumulator import Hypothesis
@@ -186,14 +187,7 @@ class ReleaseTracker:
         units: list[ReleaseUnit] = []
         if _keys(words[:n]) != _keys(released[:n]):
             edits, end = align_reading(released, words)
-            shift = 0
-            for edit in edits:
-                units.append(
-                    self._unit(" ".join(edit.words), ReleaseReason.CORRECTION, t_ms,
-                               self.confirmed + edit.at + shift, edit.replaces)
-                )  # fmt: skip
-                shift += len(edit.words) - edit.replaces
-            self.corrections += sum(e.replaces for e in edits)
+            units = self._edit_units(edits, t_ms, final=False)
             self._released = list(words[:end])
         if len(words) < len(self._released):
             words = list(self._released)  # a shorter reading: nothing new to take
@@ -267,17 +261,25 @@ class ReleaseTracker:
             text, reason, t_ms, self.speaker, self.utterance, position, words, replaces
         )
 
+    def _edit_units(self, edits: Sequence[Edit], t_ms: int, *, final: bool) -> list[ReleaseUnit]:
+        """The edits of the released words, in order, as units of the caption document: each
+        replacing edit is a correction; at a final, words never released are inserted."""
+        units, shift = [], 0
+        for edit in edits:
+            reason = (
+                ReleaseReason.CORRECTION if edit.replaces or not final else ReleaseReason.FINALIZE
+            )
+            position = self.confirmed + edit.at + shift
+            units.append(self._unit(" ".join(edit.words), reason, t_ms, position, edit.replaces))
+            shift += len(edit.words) - edit.replaces
+        self.corrections += sum(e.replaces for e in edits)
+        return units
+
     def _finalize(self, words: list[str], t_ms: int) -> list[ReleaseUnit]:
         """Settle the utterance on its final: correct, insert, carry (see the module doc)."""
         self.escalation.on_final(words, t_ms)
         alignment = align_final(self._released, words)
-        units, shift = [], 0
-        for edit in alignment.edits:
-            reason = ReleaseReason.CORRECTION if edit.replaces else ReleaseReason.FINALIZE
-            position = self.confirmed + edit.at + shift
-            units.append(self._unit(" ".join(edit.words), reason, t_ms, position, edit.replaces))
-            shift += len(edit.words) - edit.replaces
-        self.corrections += alignment.corrections
+        units = self._edit_units(alignment.edits, t_ms, final=True)
         self._released = (
             self._released[len(self._released) - alignment.carried :] if alignment.carried else []
         )
