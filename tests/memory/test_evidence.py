@@ -208,6 +208,8 @@ class Concepts:
 
     name = "concepts"
     dim = 2
+    unrelated = 0.0
+    weight = 0.9
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         rows = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -215,6 +217,10 @@ class Concepts:
             dog = any(w in text.lower() for w in ("puppy", "dog"))
             rows[i] = (1.0, 0.0) if dog else (0.0, 1.0)
         return rows
+
+    def embed_query(self, text: str) -> np.ndarray:
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 def test_a_turn_next_to_a_dense_match_shares_in_it() -> None:

@@ -203,9 +203,15 @@ class Flat:
 
     name = "flat"
     dim = 4
+    unrelated = 0.0
+    weight = 0.9
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.full((len(texts), self.dim), 0.5, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 def test_capture_records_every_lane_with_its_pass_node_raw_response_and_error() -> None:

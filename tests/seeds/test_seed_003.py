@@ -307,9 +307,15 @@ class Flat:
 
     name = "flat"
     dim = 4
+    unrelated = 0.0
+    weight = 0.9
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.full((len(texts), self.dim), 0.5, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 def test_every_lane_emits_a_record_with_its_own_call_site_and_the_pass() -> None:

@@ -23,6 +23,7 @@ plus two signals a conversation carries, both measured on LoCoMo's dev set
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -33,6 +34,7 @@ import numpy as np
 from heard.errors import InputError
 from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
+from heard.memory.language import analyze, guess
 from heard.memory.when import named_dates
 from heard.transcript.tokenize import tokenize
 
@@ -63,9 +65,6 @@ PAIR_WEIGHT = 0.5
 """Of the word-pair field against the single words (LoCoMo dev R@10 lexical 0.745 -> 0.756,
 with the dense scout 0.761 -> 0.780; 0.3: 0.751, 0.6: 0.758 and 0.779, 1.0: 0.750; pairs of
 stemmed words without stopwords: 0.747; skip-pairs and triples: no better)."""
-DENSE_WEIGHT = 0.9
-"""With an embedder: lexical / best lexical + DENSE_WEIGHT x cosine (LoCoMo dev R@10 with word
-pairs: 0.780; 0.773 at 0.6, 0.779 at 0.85, 0.776 at 0.95; before pairs 0.75 was best)."""
 DATE_BOOST = 2.5
 """A turn said in the days a question names ("on 13 October, 2023", "in June"): its final
 score x2.5 (LoCoMo dev R@10, each turn's time its session's: lexical 0.756 -> 0.772, dense
@@ -90,6 +89,8 @@ class Evidence:
     t: datetime | None = None
     session: str = ""
     """The sitting it was said in, within its conversation ("": none)."""
+    language: str = ""
+    """ISO 639-1, as heard was told or detected it ("": read from the text)."""
 
 
 def embedded_text(evidence: Evidence) -> str:
@@ -133,8 +134,8 @@ class EvidenceIndex:
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder = embedder
-        self._dense = DenseIndex(embedder.dim) if embedder is not None else None
-        self._bm25 = BM25Index(k1=K1, b=B, stem=True)
+        self._dense = DenseIndex(embedder.dim, embedder.unrelated) if embedder else None
+        self._bm25 = BM25Index(k1=K1, b=B, stem=True)  # fed tokens analyzed per language
         self._pairs = BM25Index(k1=K1, b=B)
         self._items: list[Evidence] = []
         self._last_in: dict[str, int] = {}  # conversation -> its latest doc
@@ -147,6 +148,8 @@ class EvidenceIndex:
         self._day = array("i")  # the UTC day it was said (proleptic ordinal), 0: not known
         self._years: set[int] = set()
         self._ids: dict[str, int] = {}
+        self._languages: Counter[str] = Counter()
+        self._spoken_in: dict[str, Counter[str]] = {}  # conversation -> its items' languages
         self.truncated_last_query = False
 
     def __contains__(self, evidence_id: object) -> bool:
@@ -181,8 +184,28 @@ class EvidenceIndex:
         for evidence, day in zip(batch, days, strict=True):
             self._add(evidence, day)
 
+    def language_of(self, evidence: Evidence) -> str:
+        """The language ``evidence`` is analyzed in: its own, else the one its text shows,
+        else its conversation's so far, else English."""
+        told = evidence.language.strip().lower()
+        if told:
+            return told
+        spoken = self._spoken_in.get(evidence.conversation)
+        return guess(evidence.text) or (spoken.most_common(1)[0][0] if spoken else "en")
+
+    def query_language(self, query: str) -> str:
+        """A query is analyzed as the memory's evidence was: in its one language, or, in a
+        memory of several, in the one the query shows (else the most common)."""
+        if len(self._languages) <= 1:
+            return next(iter(self._languages), "en")
+        shown = guess(query)
+        return shown if shown in self._languages else self._languages.most_common(1)[0][0]
+
     def _add(self, evidence: Evidence, day: int) -> None:
-        doc = self._bm25.add(embedded_text(evidence))
+        language = self.language_of(evidence)
+        self._languages[language] += 1
+        self._spoken_in.setdefault(evidence.conversation, Counter())[language] += 1
+        doc = self._bm25.add_tokens(analyze(embedded_text(evidence), language))
         self._pairs.add_tokens(word_pairs(evidence.text))
         before2, before1, after1, after2 = self._near
         prev = self._last_in.get(evidence.conversation, -1)
@@ -214,7 +237,7 @@ class EvidenceIndex:
             raise InputError("the query is empty")
         self.truncated_last_query = len(query) > MAX_QUERY_CHARS
         query = query[:MAX_QUERY_CHARS]
-        scores = self._bm25.score_vector(query)
+        scores = self._bm25.score_vector(analyze(query, self.query_language(query)))
         if not len(scores):
             return []
         pairs = word_pairs(query)
@@ -340,11 +363,12 @@ class EvidenceIndex:
     def _fuse(
         self, query: str, targets: np.ndarray, spread: np.ndarray, n: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The dense scout: lexical scores scaled to [0, 1] plus weighted cosine, for all items;
+        """The dense scout: lexical scores scaled to [0, 1] plus the cosine (rescaled, weighted
+        as the embedder was measured to fuse best), for all items;
         like the lexical score, an item's cosine lends a share to its neighbours."""
         if self.embedder is None or self._dense is None:
             return targets, spread
-        cosine = np.clip(self._dense.scores(self.embedder.embed([query])[0]), 0.0, None)
+        cosine = np.clip(self._dense.scores(self.embedder.embed_query(query)), 0.0, None)
         padded = np.append(cosine, np.float32(0.0))
         near = cosine.copy()
         for m, offset in zip(self._near, NEIGHBOUR_OFFSETS, strict=True):
@@ -354,7 +378,7 @@ class EvidenceIndex:
         best = lexical.max()
         if best > 0:
             lexical /= best
-        fused = lexical + DENSE_WEIGHT * near
+        fused = lexical + self.embedder.weight * near
         return np.arange(n), fused
 
     def _recalled(self, best: list[tuple[int, float]]) -> list[Recalled]:

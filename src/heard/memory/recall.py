@@ -144,7 +144,7 @@ class MemoryRecall:
                 texts.append(text)
             if embedder is not None and texts:
                 folder = workspace.root / ".vectors" if workspace.root is not None else None
-                self._page_vectors = DenseIndex(embedder.dim)
+                self._page_vectors = DenseIndex(embedder.dim, embedder.unrelated)
                 self._page_vectors.add(cached_vectors(embedder, texts, folder))
 
     def _scout(
@@ -158,7 +158,7 @@ class MemoryRecall:
         n = self.options.page_scouts
         found = [self._slugs[h.doc] for h in self._pages.search(query, n)]
         if self.embedder is not None and self._page_vectors is not None:
-            cosine = self._page_vectors.scores(self.embedder.embed([query])[0])
+            cosine = self._page_vectors.scores(self.embedder.embed_query(query))
             near = [
                 self._slugs[doc]
                 for doc in np.argsort(-cosine)[:n].tolist()

@@ -1,0 +1,152 @@
+"""Recall in Spanish and Russian: heard's evidence index against bm25s with the matching stemmer.
+
+``tests/data/multilingual/conversations.json`` holds two conversations written for heard, in
+LoCoMo's format (one in Spanish, one in Russian, three dated sessions each) with questions and
+the ids of the turns that answer them. Each question is asked in the conversation's language
+("same") or in another one ("cross": English, and Russian or Spanish).
+
+Rows, each on the same turns:
+
+* ``heard``: the lexical scout, each turn read in its own language (stopwords and Snowball
+  stemmer, ``heard.memory.language``);
+* ``heard-en``: the same index with every turn read as English (heard before issue 26);
+* ``bm25s``: bm25s (PyPI) with PyStemmer's stemmer and bm25s's own stopwords for the
+  conversation's language;
+* ``heard+minilm``, ``heard+e5``: the dense scout with each of heard's embedders.
+
+Usage: python bench/multilingual.py [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import Stemmer
+
+from heard.memory.dense import EMBEDDERS, Embedder, default_embedder
+from heard.memory.evidence import Evidence, EvidenceIndex
+from heard.release.cadence import nearest_rank
+from locomo import score, turns_of
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "multilingual"
+DATA = DATA / "conversations.json"
+KS = (1, 5, 10)
+_BM25S = {"es": ("spanish", "es"), "ru": ("russian", "ru")}
+"""PyStemmer's algorithm and bm25s's stopword list, per conversation language."""
+
+
+def conversations(path: Path = DATA) -> list[dict[str, Any]]:
+    return list(json.loads(path.read_text(encoding="utf-8")))
+
+
+def asked(conv: dict[str, Any], q: dict[str, Any]) -> str:
+    return "same" if q["asked_in"] == conv["language"] else "cross"
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.rows: dict[str, list[dict[int, float]]] = {}
+        self.latency_ms: list[float] = []
+
+    def add(self, kind: str, recall: dict[int, float], ms: float) -> None:
+        for key in (kind, "all"):
+            self.rows.setdefault(key, []).append(recall)
+        self.latency_ms.append(ms)
+
+    def table(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            kind: {f"R@{k}": round(sum(r[k] for r in rows) / len(rows), 3) for k in KS}
+            | {"n": len(rows)}
+            for kind, rows in sorted(self.rows.items())
+        }
+        out["p95_ms"] = round(nearest_rank(self.latency_ms, 95), 3)
+        return out
+
+
+def run_heard(
+    data: list[dict[str, Any]], embedder: Embedder | None = None, *, as_english: bool = False
+) -> dict[str, Any]:
+    tally = Tally()
+    for conv in data:
+        index = EvidenceIndex(embedder)
+        index.extend(
+            Evidence(
+                t["dia_id"],
+                t["speaker"],
+                t["text"],
+                conv["sample_id"],
+                datetime.fromisoformat(t["said"]),
+                t["session"],
+                "en" if as_english else "",
+            )
+            for t in turns_of(conv)
+        )
+        for q in conv["qa"]:
+            started = time.perf_counter()
+            hits = index.recall(q["question"], k=max(KS))
+            ms = (time.perf_counter() - started) * 1000
+            tally.add(asked(conv, q), score([h.id for h in hits], q["evidence"]), ms)
+    return tally.table()
+
+
+def run_bm25s(data: list[dict[str, Any]]) -> dict[str, Any]:
+    tally = Tally()
+    for conv in data:
+        algorithm, stopwords = _BM25S[conv["language"]]
+        stem = Stemmer.Stemmer(algorithm)
+        turns = turns_of(conv)
+        corpus = [f"{t['speaker']}: {t['text']}" for t in turns]
+        retriever = bm25s.BM25()
+        tokens = bm25s.tokenize(corpus, stopwords=stopwords, stemmer=stem, show_progress=False)
+        retriever.index(tokens, show_progress=False)
+        for q in conv["qa"]:
+            started = time.perf_counter()
+            query = bm25s.tokenize(
+                [q["question"]], stopwords=stopwords, stemmer=stem, show_progress=False
+            )
+            docs, _ = retriever.retrieve(query, k=min(max(KS), len(corpus)), show_progress=False)
+            ms = (time.perf_counter() - started) * 1000
+            ranked = [turns[int(i)]["dia_id"] for i in docs[0]]
+            tally.add(asked(conv, q), score(ranked, q["evidence"]), ms)
+    return tally.table()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--embedders", default=",".join(EMBEDDERS), help="of: %(default)s")
+    args = parser.parse_args(argv)
+    data = conversations()
+    result: dict[str, Any] = {
+        "heard": run_heard(data),
+        "heard-en": run_heard(data, as_english=True),
+        "bm25s": run_bm25s(data),
+    }
+    for name in [n.strip() for n in args.embedders.split(",") if n.strip()]:
+        embedder = default_embedder(True, name)
+        if embedder is None:
+            print(f"({name} skipped: install the extra with `pip install -e .[dense]`)")
+            continue
+        result[f"heard+{name}"] = run_heard(data, embedder)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return result
+    print(f"{'system':<14}{'asked':<7}{'n':>4}" + "".join(f"{'R@' + str(k):>7}" for k in KS))
+    for system, table in result.items():
+        for kind in ("same", "cross", "all"):
+            row = table[kind]
+            print(
+                f"{system:<14}{kind:<7}{row['n']:>4}" + "".join(f"{row[f'R@{k}']:>7}" for k in KS)
+            )
+        print(f"{system:<14}recall latency p95 {table['p95_ms']} ms")
+    return result
+
+
+if __name__ == "__main__":
+    main()
