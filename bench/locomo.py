@@ -16,7 +16,7 @@ published recipe. The embedders measured: heard's two (``minilm``: all-MiniLM-L6
 installed, ``minilm-fp32``: the float model heard ran until issue 26 (bench/minilm_fp32.py).
 Each row also gives the time to encode every turn.
 
-``--conversations N`` measures the first N conversations only (the test's subset).
+``--conversations N`` measures the first N conversations only.
 
 ``--scale N`` also measures the index at N synthetic evidence items, said a minute apart: add
 rate, p50/p95 recall latency, the p95 of the same queries naming one day, peak RSS.

@@ -9,6 +9,8 @@ Rows, each on the same turns:
 
 * ``heard``: the lexical scout, each turn read in its own language (stopwords and Snowball
   stemmer, ``heard.memory.language``);
+* ``heard-mixed``: both conversations in one memory, so each question is read in Spanish and
+  in Russian (and among twice the turns);
 * ``heard-en``: the same index with every turn read as English (heard before issue 26);
 * ``bm25s``: bm25s (PyPI) with PyStemmer's stemmer and bm25s's own stopwords for the
   conversation's language;
@@ -70,14 +72,23 @@ class Tally:
 
 
 def run_heard(
-    data: list[dict[str, Any]], embedder: Embedder | None = None, *, as_english: bool = False
+    data: list[dict[str, Any]],
+    embedder: Embedder | None = None,
+    *,
+    as_english: bool = False,
+    together: bool = False,
 ) -> dict[str, Any]:
+    """Each conversation in a memory of its own, or with ``together`` all in one (ids prefixed
+    by the conversation's), so a question is read in every language the memory holds."""
     tally = Tally()
+    shared = EvidenceIndex(embedder) if together else None
+    indexes = {}
     for conv in data:
-        index = EvidenceIndex(embedder)
+        index = shared if shared is not None else EvidenceIndex(embedder)
+        prefix = f"{conv['sample_id']}/" if together else ""
         index.extend(
             Evidence(
-                t["dia_id"],
+                prefix + t["dia_id"],
                 t["speaker"],
                 t["text"],
                 conv["sample_id"],
@@ -87,11 +98,16 @@ def run_heard(
             )
             for t in turns_of(conv)
         )
+        indexes[conv["sample_id"]] = index
+    for conv in data:
+        index = indexes[conv["sample_id"]]
+        prefix = f"{conv['sample_id']}/" if together else ""
         for q in conv["qa"]:
             started = time.perf_counter()
             hits = index.recall(q["question"], k=max(KS))
             ms = (time.perf_counter() - started) * 1000
-            tally.add(asked(conv, q), score([h.id for h in hits], q["evidence"]), ms)
+            wanted = [prefix + e for e in q["evidence"]]
+            tally.add(asked(conv, q), score([h.id for h in hits], wanted), ms)
     return tally.table()
 
 
@@ -125,6 +141,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     data = conversations()
     result: dict[str, Any] = {
         "heard": run_heard(data),
+        "heard-mixed": run_heard(data, together=True),
         "heard-en": run_heard(data, as_english=True),
         "bm25s": run_bm25s(data),
     }
@@ -134,17 +151,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"({name} skipped: install the extra with `pip install -e .[dense]`)")
             continue
         result[f"heard+{name}"] = run_heard(data, embedder)
+        result[f"heard-mixed+{name}"] = run_heard(data, embedder, together=True)
     if args.json:
         print(json.dumps(result, indent=1))
         return result
-    print(f"{'system':<14}{'asked':<7}{'n':>4}" + "".join(f"{'R@' + str(k):>7}" for k in KS))
+    print(f"{'system':<19}{'asked':<7}{'n':>4}" + "".join(f"{'R@' + str(k):>7}" for k in KS))
     for system, table in result.items():
         for kind in ("same", "cross", "all"):
             row = table[kind]
             print(
-                f"{system:<14}{kind:<7}{row['n']:>4}" + "".join(f"{row[f'R@{k}']:>7}" for k in KS)
+                f"{system:<19}{kind:<7}{row['n']:>4}" + "".join(f"{row[f'R@{k}']:>7}" for k in KS)
             )
-        print(f"{system:<14}recall latency p95 {table['p95_ms']} ms")
+        print(f"{system:<19}recall latency p95 {table['p95_ms']} ms")
     return result
 
 

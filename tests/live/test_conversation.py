@@ -128,6 +128,16 @@ async def test_a_final_is_remembered_with_when_it_was_said() -> None:
     assert before <= said.t <= after
 
 
+async def test_a_final_is_remembered_in_the_language_heard_was_told() -> None:
+    """So that recall stems it as Spanish, not as whatever a short final looks like."""
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever, language="es")
+    await conv.feed(final(1000, "Sí."))
+    await conv.join()
+    (said,) = retriever.remembered
+    assert said.language == "es"
+
+
 async def test_a_new_strong_signal_bypasses_the_debounce() -> None:
     retriever = ScriptedRetriever()
     conv = Conversation(retriever)

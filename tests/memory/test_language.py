@@ -52,7 +52,6 @@ def _spanish_index() -> EvidenceIndex:
 def test_a_spanish_question_finds_the_inflected_answer() -> None:
     index = _spanish_index()
     assert index.language_of(Evidence("x", "Lucía", "Sí.", "c")) == "es"
-    assert index.query_language("¿Dónde trabaja Mateo?") == "es"
     # "trabaja" and "trabajar" meet only when both are stemmed as Spanish
     assert index.recall("¿Dónde trabaja?", k=1)[0].id == "a"
     english = EvidenceIndex()
@@ -67,3 +66,28 @@ def test_a_told_language_wins_over_the_text() -> None:
     index = EvidenceIndex()
     told = Evidence("a", "Ana", "no", "c", language="ES")
     assert index.language_of(told) == "es"
+
+
+def test_a_short_question_finds_its_turn_in_a_memory_of_several_languages() -> None:
+    """The query is read in every language the memory holds (each item matched by the reading
+    in its own): "¿Dónde trabaja?" has no function word to guess from."""
+    index = _spanish_index()
+    index.extend(
+        [
+            Evidence(f"en{i}", "Ben", f"I went to the {w} on Sunday with my friends.", "e")
+            for i, w in enumerate(["park", "beach", "cinema", "museum", "market", "gym"])
+        ]
+        + [Evidence("ru", "Оля", "Я работаю в районной библиотеке.", "r")]
+    )
+    assert index.language_of(Evidence("x", "Ben", "Ok!", "new")) == "en"  # the memory's
+    assert index.recall("¿Dónde trabaja?", k=1)[0].id == "a"
+    assert index.recall("Где она работает?", k=1)[0].id == "ru"
+    assert index.recall("Who went to the museum?", k=1)[0].id == "en3"
+
+
+def test_what_heard_was_told_reaches_the_evidence() -> None:
+    from heard.memory.language import primary
+
+    assert primary("en-US") == "en"
+    assert primary("ES") == "es"
+    assert primary(None) == ""

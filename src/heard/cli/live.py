@@ -74,6 +74,7 @@ def live(
     from heard.live.conversation import Conversation, feed_at_pace
     from heard.live.retriever import MemoryRetriever
     from heard.memory.factory import build_memory
+    from heard.settings import settings
     from heard.transcript.events import read_events
 
     loaded = read_events(events)
@@ -92,7 +93,11 @@ def live(
             typer.echo(_render(context))
 
     conversation = Conversation(
-        retriever, conversation_id=events.stem, prefetch=prefetch, on_context=show
+        retriever,
+        conversation_id=events.stem,
+        prefetch=prefetch,
+        on_context=show,
+        language=settings().language or "",  # the language $HEARD_LANGUAGE says is spoken
     )
     asyncio.run(feed_at_pace(conversation, loaded, speed))
     s = conversation.stats

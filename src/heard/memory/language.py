@@ -19,7 +19,7 @@ from functools import cache
 from heard.memory.bm25 import light_stem
 from heard.transcript.tokenize import ENGLISH_STOPWORDS, tokenize
 
-__all__ = ["STOPWORDS", "analyze", "guess", "stemmer_for"]
+__all__ = ["STOPWORDS", "analyze", "guess", "majority", "primary", "stemmer_for"]
 
 _STOPWORD_TEXT = {
     "es": """
@@ -88,7 +88,20 @@ _SCRIPTS = (
     (re.compile(r"[\uac00-\ud7af]"), "ko"),
     (re.compile(r"[\u4e00-\u9fff]"), "zh"),
 )
+_LETTERS = (
+    # letters one language of a script has and its neighbours lack
+    ("ru", re.compile(r"[іїєґ]"), "uk"),
+    ("ru", re.compile(r"[ђјљњћџ]"), "sr"),
+    ("ar", re.compile(r"[پچژگ]"), "fa"),
+    ("", re.compile(r"[ñ¿¡]"), "es"),
+    ("", re.compile(r"[ãõ]"), "pt"),
+    ("", re.compile(r"[ß]"), "de"),
+)
 _LATIN = ("en", "es", "fr", "de", "it", "pt")
+_FUNCTION_WORDS: dict[str, tuple[str, ...]] = {}
+for _language in _LATIN:
+    for _word in STOPWORDS[_language]:
+        _FUNCTION_WORDS[_word] = (*_FUNCTION_WORDS.get(_word, ()), _language)
 MIN_FUNCTION_WORDS = 2
 """A Latin-script text is guessed only from at least this many function words."""
 
@@ -105,18 +118,28 @@ def guess(text: str) -> str:
     >>> guess("Hola")
     ''
     """
-    letters = sum(ch.isalpha() for ch in text)
-    if not letters:
+    if not text.isascii():
+        letters = sum(ch.isalpha() for ch in text)
+        if not letters:
+            return ""
+        folded = text.casefold()
+        script = next(
+            (
+                language
+                for pattern, language in _SCRIPTS
+                if len(pattern.findall(text)) * 2 > letters
+            ),
+            "",
+        )
+        for within, pattern, language in _LETTERS:
+            if within == script and pattern.search(folded):
+                return language
+        if script:
+            return script
+    found = [langs for word in tokenize(text) if (langs := _FUNCTION_WORDS.get(word))]
+    if not found:
         return ""
-    for pattern, language in _SCRIPTS:
-        if len(pattern.findall(text)) * 2 > letters:
-            return language
-    words = tokenize(text)
-    counts = Counter(
-        language for word in words for language in _LATIN if word in STOPWORDS[language]
-    )
-    if not counts:
-        return ""
+    counts = Counter(language for langs in found for language in langs)
     (best, hits), *rest = [*counts.most_common(2), ("", 0)]
     if hits < MIN_FUNCTION_WORDS or hits == rest[0][1]:
         return ""
@@ -133,9 +156,10 @@ def stemmer_for(language: str) -> Callable[[str], str] | None:
         return None
     try:
         import Stemmer
-    except ImportError:  # PyStemmer is a dependency; a broken install only loses stemming
+
+        stem: Callable[[str], str] = Stemmer.Stemmer(algorithm).stemWord
+    except (ImportError, KeyError):  # a broken or old PyStemmer only loses stemming
         return None
-    stem: Callable[[str], str] = Stemmer.Stemmer(algorithm).stemWord
     return stem
 
 
@@ -148,6 +172,11 @@ def analyze(text: str, language: str) -> list[str]:
         language, stem = "en", light_stem
     tokens = tokenize(text, stopwords=STOPWORDS.get(language, ()))
     return [stem(token) for token in tokens]
+
+
+def primary(tag: str | None) -> str:
+    """The language of a tag as heard is told it: "en-US" -> "en", "ES" -> "es", None -> ""."""
+    return (tag or "").strip().lower().replace("_", "-").split("-")[0]
 
 
 def majority(languages: Iterable[str]) -> str:

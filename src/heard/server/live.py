@@ -197,6 +197,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
             on_release=outgoing.release,
             translations=translations,
             on_remembered=on_remembered,
+            language=settings.whisper.language or "",
         )
 
         async def send_all() -> None:
