@@ -160,6 +160,11 @@ def data_dir() -> Path:
     return Path(user_data_dir("heard", appauthor=False))
 
 
+def default_database_url() -> str:
+    """The SQLite file in heard's data directory."""
+    return f"sqlite:///{data_dir() / 'heard.db'}"
+
+
 def database_url(explicit: str | None = None) -> str:
     """The store's URL: ``explicit``, else ``$HEARD_DATABASE_URL``, else the SQLite default."""
-    return explicit or settings().database_url or f"sqlite:///{data_dir() / 'heard.db'}"
+    return explicit or settings().database_url or default_database_url()

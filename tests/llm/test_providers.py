@@ -14,6 +14,7 @@ from heard.llm import ToolSpec, provider_from_env
 from heard.llm.anthropic_provider import AnthropicProvider
 from heard.llm.gemini_provider import GeminiProvider
 from heard.llm.openai_provider import OpenAIProvider
+from heard.settings import settings
 
 TOOL = ToolSpec(
     "emit_translation",
@@ -149,19 +150,19 @@ def test_anthropic_failures_are_provider_errors(reply: dict[str, Any] | int, pro
 
 def test_provider_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HEARD_LLM_PROVIDER", raising=False)
-    assert provider_from_env() is None
+    assert provider_from_env(settings()) is None
     monkeypatch.setenv("HEARD_LLM_PROVIDER", "openai")
     monkeypatch.delenv("HEARD_LLM_MODEL", raising=False)
     with pytest.raises(InputError, match="HEARD_LLM_MODEL"):
-        provider_from_env()
+        provider_from_env(settings())
     monkeypatch.setenv("HEARD_LLM_MODEL", "m")
     monkeypatch.setenv("HEARD_LLM_BASE_URL", "http://127.0.0.1:1/v1")
-    provider = provider_from_env()
+    provider = provider_from_env(settings())
     assert provider is not None
     assert provider.name.startswith("openai:m")
     monkeypatch.setenv("HEARD_LLM_PROVIDER", "bard")
     with pytest.raises(InputError, match="choose openai, anthropic or gemini"):
-        provider_from_env()
+        provider_from_env(settings())
 
 
 def gemini_reply(parts: list[dict[str, Any]]) -> dict[str, Any]:

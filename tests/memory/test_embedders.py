@@ -79,16 +79,23 @@ def test_minilm_does_not_cross_languages(minilm: MiniLMEmbedder) -> None:
     assert scores[0] < 0.3
 
 
-def test_the_choice_follows_the_told_language(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HEARD_LANGUAGE", raising=False)
-    monkeypatch.setenv("HEARD_EMBEDDER", "auto")
+def test_the_choice_follows_the_told_language() -> None:
     assert embedder_choice() == "minilm"
-    monkeypatch.setenv("HEARD_LANGUAGE", "EN")
-    assert embedder_choice() == "minilm"
-    monkeypatch.setenv("HEARD_LANGUAGE", "es")
-    assert embedder_choice() == "e5"
-    assert embedder_choice("minilm") == "minilm"
-    monkeypatch.setenv("HEARD_EMBEDDER", "E5")
-    assert embedder_choice() == "e5"
+    assert embedder_choice("auto", "EN-us") == "minilm"
+    assert embedder_choice("auto", "es") == "e5"
+    assert embedder_choice("minilm", "es") == "minilm"
+    assert embedder_choice(" E5 ") == "e5"
     with pytest.raises(InputError, match="HEARD_EMBEDDER='bert'"):
         embedder_choice("bert")
+
+
+def test_the_settings_choose_the_memory_parts() -> None:
+    from heard.memory.factory import MemoryParts
+    from heard.settings import settings
+
+    env = {"HEARD_DENSE": "1", "HEARD_EMBEDDER": "auto", "HEARD_LANGUAGE": "ru"}
+    parts = MemoryParts.from_settings(settings(env))
+    assert isinstance(parts.embedder, E5Embedder)
+    assert parts.provider is None
+    assert MemoryParts.from_settings(settings(env), dense=False).embedder is None
+    assert MemoryParts.from_settings(settings({"HEARD_DENSE": "0"})).embedder is None

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from heard.memory.factory import MemoryParts
 from heard.memory.workspace import load_page
 from heard.server.app import ServerSettings, create_app
+from heard.settings import settings
 from heard.store.database import Database
 from heard.store.users import add_user
 from tests.cli.run import heard
@@ -40,7 +42,9 @@ QUESTIONS = [
 
 def rest_ranking(tmp_path: Path, question: str) -> list[str]:
     db = Database(f"sqlite:///{tmp_path / 'rest.db'}")
-    app = create_app(ServerSettings(db, tmp_path / "uploads"))
+    # as `heard serve` builds it: the memory's parts from the environment (HEARD_DENSE)
+    parts = MemoryParts.from_settings(settings())
+    app = create_app(ServerSettings(db, tmp_path / "uploads", memory=parts))
     _, token = add_user(db, "ana")
     headers = {"Authorization": f"Bearer {token}"}
     with TestClient(app) as client:

@@ -17,6 +17,7 @@ from heard.asr.audio import probe_audio
 from heard.errors import InputError, NotFoundError
 from heard.pipeline import PipelineOutcome, TrackProgress, run_pipeline
 from heard.pipeline.steps import ClaimedTrack
+from heard.settings import database_url
 from heard.store.database import Database
 from heard.store.holder import holder_is_gone
 from heard.store.meetings import (
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 def open_store(url: str | None, meeting_id: str | None = None) -> Database:
     """The store, its schema upgraded; asking for a meeting in an empty store is not found."""
-    db = Database(url)
+    db = Database(database_url(url))
     if db.has_schema():
         db.migrate()
     elif meeting_id is not None:

@@ -158,6 +158,7 @@ def transcribe(
         transcribe_meeting,
         transcribe_stored,
     )
+    from heard.settings import database_url
     from heard.store.database import Database
     from heard.timeline.formats import render
 
@@ -182,7 +183,7 @@ def transcribe(
     if not tracks:
         raise InputError("give one NAME=FILE per participant, or --resume MEETING_ID")
     specs = with_languages([parse_track(arg) for arg in tracks], whisper.language, by_name)
-    database = Database(db)
+    database = Database(database_url(db))
     started = datetime.now(UTC)
     if queue:
         typer.echo(enqueue(specs, title=title, db=database, started_at=started))

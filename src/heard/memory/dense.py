@@ -31,7 +31,6 @@ import numpy as np
 
 from heard.errors import InputError
 from heard.memory.language import primary
-from heard.settings import settings
 
 __all__ = [
     "EMBEDDERS",
@@ -159,13 +158,12 @@ EMBEDDERS: dict[str, tuple[type[Embedder], tuple[str, ...]]] = {
 """Each choice of ``HEARD_EMBEDDER``: its class and the modules it needs."""
 
 
-def embedder_choice(choice: str | None = None) -> str:
-    """``minilm`` or ``e5``: ``choice`` (default: ``HEARD_EMBEDDER``), ``auto`` resolved by
-    ``HEARD_LANGUAGE``."""
-    config = settings()
-    choice = (choice or config.embedder).strip().lower()
+def embedder_choice(choice: str = "auto", language: str | None = None) -> str:
+    """``minilm`` or ``e5``: ``choice`` (``HEARD_EMBEDDER``), ``auto`` resolved by the language
+    heard was told is spoken (``HEARD_LANGUAGE``)."""
+    choice = choice.strip().lower()
     if choice == "auto":
-        return "minilm" if primary(config.language) in ("", "en") else "e5"
+        return "minilm" if primary(language) in ("", "en") else "e5"
     if choice not in EMBEDDERS:
         raise InputError(
             f"HEARD_EMBEDDER={choice!r} is not an embedder: use auto, {', '.join(EMBEDDERS)}"
@@ -173,12 +171,14 @@ def embedder_choice(choice: str | None = None) -> str:
     return choice
 
 
-def default_embedder(enabled: bool | None = None, choice: str | None = None) -> Embedder | None:
-    """The chosen embedder when ``heard[dense]`` is installed and ``enabled`` (default:
-    unless $HEARD_DENSE is 0), else None."""
-    if not (settings().dense if enabled is None else enabled):
+def default_embedder(
+    enabled: bool = True, choice: str = "auto", language: str | None = None
+) -> Embedder | None:
+    """The chosen embedder (``embedder_choice``) when ``heard[dense]`` is installed and
+    ``enabled``, else None. ``MemoryParts.from_settings`` reads the three from the settings."""
+    if not enabled:
         return None
-    cls, needs = EMBEDDERS[embedder_choice(choice)]
+    cls, needs = EMBEDDERS[embedder_choice(choice, language)]
     try:
         for module in needs:
             __import__(module)

@@ -20,6 +20,7 @@ from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall, RecallOptions
 from heard.memory.utterances import as_evidence, load_index, store_evidence
 from heard.memory.workspace import Workspace, load_workspace
+from heard.settings import Settings
 from heard.store.database import Database
 from heard.store.evidence import StoredUtterance
 
@@ -41,13 +42,15 @@ class MemoryParts:
         self.options = options or RecallOptions()
 
     @classmethod
-    def from_settings(cls, *, dense: bool | None = None) -> MemoryParts:
-        """The embedder and provider the environment names (``HEARD_DENSE``, ``HEARD_LLM_*``);
-        ``dense`` overrides the former."""
+    def from_settings(cls, chosen: Settings, *, dense: bool | None = None) -> MemoryParts:
+        """The embedder and provider ``chosen`` names (``HEARD_DENSE``, ``HEARD_EMBEDDER``,
+        ``HEARD_LANGUAGE``, ``HEARD_LLM_*``); ``dense`` overrides the first."""
         from heard.llm.providers import provider_from_env
         from heard.memory.dense import default_embedder
 
-        return cls(embedder=default_embedder(dense), provider=provider_from_env())
+        enabled = chosen.dense if dense is None else dense
+        embedder = default_embedder(enabled, chosen.embedder, chosen.language)
+        return cls(embedder=embedder, provider=provider_from_env(chosen))
 
 
 def workspace_at(folder: Path | None) -> Workspace | None:

@@ -42,7 +42,7 @@ from heard.pipeline.steps import (
     recover_stuck,
     transcribe_claimed,
 )
-from heard.settings import Settings, settings
+from heard.settings import Settings, default_database_url, settings
 from heard.store.database import Database
 from heard.store.models import TrackStatus, utc_now
 from heard.store.tracks import meeting_finished, open_track_ids, track_status
@@ -98,7 +98,7 @@ _settings = Settings()
 
 @cache
 def _db() -> Database:
-    return Database(_settings.database_url)
+    return Database(_settings.database_url or default_database_url())
 
 
 def _options() -> PipelineOptions:

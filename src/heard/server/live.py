@@ -59,7 +59,6 @@ from heard.errors import EventLogError
 from heard.live.conversation import Conversation, PreparedContext
 from heard.live.microphone import Microphone
 from heard.live.retriever import MemoryRetriever
-from heard.llm.providers import provider_from_env
 from heard.memory.evidence import Evidence
 from heard.release.tracker import SELECTABLE_MODES, ReleaseUnit
 from heard.release.translation import (
@@ -175,7 +174,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         target = websocket.query_params.get("translate", "")[:10]
         translations: TranslationQueue | None = None
         if target:
-            provider = provider_from_env()
+            provider = settings.memory.provider
             translator: Translator = (
                 LLMTranslator(provider) if provider is not None else IdentityTranslator()
             )

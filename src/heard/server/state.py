@@ -36,8 +36,9 @@ class ServerSettings:
     accepted but nothing is transcribed here (an API-only server, or ``queue``)."""
     workspaces: Path | None = None
     """Memory pages, one workspace per user (default: beside ``uploads``)."""
-    memory: MemoryParts = field(default_factory=MemoryParts.from_settings)
-    """The embedder, LLM provider and recall options every user's memory is built with."""
+    memory: MemoryParts = field(default_factory=MemoryParts)
+    """The embedder, LLM provider and recall options every user's memory is built with
+    (default: lexical, no LLM; ``heard serve`` passes the environment's)."""
     queue: bool = False
     """Send meetings to Celery workers ($HEARD_BROKER_URL) instead of transcribing in-process."""
     cors_origins: tuple[str, ...] = ()

@@ -14,7 +14,6 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from heard.errors import InputError, StoreError
-from heard.settings import database_url
 
 __all__ = ["Database", "StoreError"]
 
@@ -32,10 +31,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Database:
-    """One store: ``Database()`` uses ``$HEARD_DATABASE_URL`` or the SQLite default."""
+    """One store, at ``url`` (``heard.settings.database_url()`` gives the environment's:
+    ``$HEARD_DATABASE_URL`` or the SQLite default)."""
 
-    def __init__(self, url: str | None = None, *, engine_options: dict[str, Any] | None = None):
-        self.url = database_url(url)
+    def __init__(self, url: str, *, engine_options: dict[str, Any] | None = None):
+        if not isinstance(url, str) or not url:
+            raise InputError(f"a database URL is a non-empty string, not {url!r}")
+        self.url = url
         try:
             parsed = make_url(self.url)
         except ArgumentError as e:
