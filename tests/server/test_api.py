@@ -603,3 +603,35 @@ def test_a_language_whisper_does_not_know_is_a_422_naming_the_field(  # type: ig
     assert bad.status_code == 422
     assert "language" in bad.text
     assert client.get("/v1/meetings", headers=alice).json() == []
+
+
+def test_a_meeting_whose_process_died_reads_interrupted(db: Database, tmp_path: Path) -> None:
+    """Issue 27: REST says what `heard status` says of a track left `transcribing` by a process
+    that is gone (killed, crashed, the server restarted), and so of its meeting."""
+    import subprocess
+    import sys
+    from datetime import UTC, datetime
+
+    from heard.store.holder import this_holder
+    from heard.store.meetings import TrackSpec, create_meeting, track_states
+    from heard.store.tracks import claim_track
+
+    user, token = add_user(db, "dora")
+    headers = {"Authorization": f"Bearer {token}"}
+    tracks = [TrackSpec("a", str(AUDIO / "jfk.flac")), TrackSpec("b", str(AUDIO / "jfk.flac"))]
+    meeting_id = create_meeting(db, title="cut short", tracks=tracks, owner=user.owner)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    dead = f"{this_holder().split(':')[0]}:{child.pid}:-"
+    first, second = track_states(db, meeting_id, user.owner)
+    assert claim_track(db, first.id, datetime.now(UTC), holder=dead) is not None
+    assert claim_track(db, second.id, datetime.now(UTC)) is not None  # this process: alive
+    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+        shown = client.get(f"/v1/meetings/{meeting_id}", headers=headers).json()
+        listed = client.get("/v1/meetings", headers=headers).json()
+    assert shown["status"] == "interrupted"
+    assert {t["participant"]: t["status"] for t in shown["tracks"]} == {
+        "a": "interrupted",
+        "b": "transcribing",
+    }
+    assert [m["status"] for m in listed] == ["interrupted"]

@@ -16,14 +16,13 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from heard.asr.audio import probe_audio
 from heard.errors import InputError, NotFoundError
 from heard.pipeline import PipelineOutcome, TrackProgress, run_pipeline
+from heard.pipeline.status import track_label
 from heard.pipeline.steps import ClaimedTrack
 from heard.settings import database_url
 from heard.store.database import Database
-from heard.store.holder import holder_is_gone
 from heard.store.meetings import (
     MeetingSummary,
     TrackSpec,
-    TrackState,
     create_meeting,
     get_meeting,
     track_states,
@@ -45,13 +44,6 @@ def open_store(url: str | None, meeting_id: str | None = None) -> Database:
     elif meeting_id is not None:
         raise NotFoundError(f"no meeting {meeting_id!r} (no meetings in {db.safe_url})")
     return db
-
-
-def track_label(track: TrackState) -> str:
-    """A track's state as ``heard status`` shows it: ``interrupted`` when its process is gone."""
-    if track.status is TrackStatus.TRANSCRIBING and holder_is_gone(track.claimed_by):
-        return "interrupted"
-    return str(track.status)
 
 
 def require_finished(db: Database, meeting: MeetingSummary) -> None:

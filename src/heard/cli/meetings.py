@@ -272,7 +272,8 @@ def status(
     A language reads es (0.97) when detected with that probability, es when given, es? when
     asked for and not transcribed yet.
     """
-    from heard.cli.meeting_jobs import open_store, track_label
+    from heard.cli.meeting_jobs import open_store
+    from heard.pipeline.status import meeting_label, track_label
     from heard.store.meetings import get_meeting, track_states
 
     database = open_store(db, meeting_id)
@@ -280,7 +281,7 @@ def status(
     tracks = track_states(database, meeting.id)
     labels = [track_label(t) for t in tracks]
     interrupted = "interrupted" in labels
-    typer.echo(f"{meeting.id}  {'interrupted' if interrupted else meeting.status}  {meeting.title}")
+    typer.echo(f"{meeting.id}  {meeting_label(meeting, tracks)}  {meeting.title}")
     for t, label in zip(tracks, labels, strict=True):
         channel = "" if t.channel is None else f"#{'left' if t.channel == 0 else 'right'}"
         error = f"  ({t.last_error})" if t.last_error else ""

@@ -13,6 +13,7 @@ from fastapi import Path as FastAPIPath
 from heard.asr.audio import probe_audio
 from heard.errors import ConflictError, InputError
 from heard.pipeline.run import run_pipeline
+from heard.pipeline.status import meeting_label, track_label
 from heard.server.deps import Caller, Settings
 from heard.server.errors import BAD, NOT_FOUND
 from heard.server.schemas import (
@@ -35,7 +36,7 @@ from heard.store.meetings import (
     track_states,
     transcript_document,
 )
-from heard.store.models import TrackStatus
+from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.tracks import track_of, upload_track
 from heard.timeline.formats import render
 
@@ -55,12 +56,14 @@ router = APIRouter(prefix="/v1/meetings")
 Participant = Annotated[Text, FastAPIPath(min_length=1, max_length=200)]
 
 
-def _summary_out(m: MeetingSummary, tracks: list[TrackOut] | None = None) -> MeetingOut:
+def _summary_out(
+    m: MeetingSummary, tracks: list[TrackOut] | None = None, status: str | None = None
+) -> MeetingOut:
     return MeetingOut(
         id=m.id,
         title=m.title,
         started_at=m.started_at,
-        status=str(m.status),
+        status=status or str(m.status),
         participants=list(m.participants),
         phrases=m.phrases,
         tracks=tracks or [],
@@ -69,10 +72,11 @@ def _summary_out(m: MeetingSummary, tracks: list[TrackOut] | None = None) -> Mee
 
 def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
     m = get_meeting(db, meeting_id, owner)
+    states = track_states(db, m.id, owner)
     tracks = [
         TrackOut(
             participant=t.participant,
-            status=str(t.status),
+            status=track_label(t),
             attempts=t.attempts,
             offset_s=t.offset_s,
             last_error=t.last_error,
@@ -80,9 +84,9 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
             language_probability=t.language_probability,
             language_asked=t.language_asked,
         )
-        for t in track_states(db, m.id, owner)
+        for t in states
     ]
-    return _summary_out(m, tracks)
+    return _summary_out(m, tracks, meeting_label(m, states))
 
 
 @router.post("", status_code=201, response_model=MeetingOut, responses=BAD)
@@ -100,7 +104,17 @@ def create(body: MeetingIn, user: Caller, settings: Settings) -> MeetingOut:
 
 @router.get("", response_model=list[MeetingOut])
 def meetings(user: Caller, settings: Settings) -> list[MeetingOut]:
-    return [_summary_out(m) for m in list_meetings(settings.db, user.owner)]
+    return [
+        _summary_out(m, status=_listed_status(settings.db, m, user.owner))
+        for m in list_meetings(settings.db, user.owner)
+    ]
+
+
+def _listed_status(db: Database, m: MeetingSummary, owner: str) -> str:
+    """A pending meeting's tracks tell whether it is interrupted; a finished one's need not."""
+    if m.status is not MeetingStatus.PENDING:
+        return str(m.status)
+    return meeting_label(m, track_states(db, m.id, owner))
 
 
 @router.get("/{meeting_id}", response_model=MeetingOut, responses=NOT_FOUND)
