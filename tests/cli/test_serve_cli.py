@@ -119,3 +119,14 @@ def test_serve_refuses_a_wildcard_or_malformed_cors_origin(tmp_path: Path) -> No
         assert ran.returncode == 2
         assert "CORS origin" in ran.stderr
         assert "https://app.example.com" in ran.stderr
+
+
+def test_serve_queue_with_a_database_the_workers_do_not_open_is_refused(tmp_path: Path) -> None:
+    """Issue 27: the workers open $HEARD_DATABASE_URL; uploads stored elsewhere would never run."""
+    workers = f"sqlite:///{tmp_path / 'workers.db'}"
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    refused = heard("serve", "--queue", "--db", other, cwd=tmp_path,
+                    env={"HEARD_DATABASE_URL": workers})  # fmt: skip
+    assert refused.returncode == 2
+    assert f"--queue with --db {other}: the workers open {workers}" in refused.stderr
+    assert not (tmp_path / "other.db").exists()

@@ -31,6 +31,7 @@ from heard.store.meetings import (
     TrackSpec,
     create_meeting,
     get_meeting,
+    list_meetings,
     meeting_phrases,
     track_states,
 )
@@ -285,6 +286,36 @@ def test_cli_enqueues_and_a_worker_finishes_the_meeting(
     assert "done" in status.stdout
     export = heard("export", meeting_id, "--format", "srt")
     assert "jfk: And so my fellow Americans" in export.stdout
+
+
+def test_queue_with_a_database_the_workers_do_not_open_is_refused(
+    env: dict[str, str], db: Database, workers: Workers, tmp_path: Path
+) -> None:
+    """Issue 27: the workers open $HEARD_DATABASE_URL; a meeting stored in --db X would stay
+    pending forever (each task finds nothing). One line, nothing stored anywhere."""
+    workers.start()
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    before = len(list_meetings(db))
+    refused = subprocess.run(
+        [sys.executable, "-m", "heard", "transcribe", f"jfk={AUDIO / 'jfk.flac'}", "--queue",
+         "--db", other],
+        capture_output=True, text=True, env=env, check=False, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert "--queue with --db sqlite:///" in refused.stderr
+    assert "the workers open" in refused.stderr
+    assert not (tmp_path / "other.db").exists()
+    assert len(list_meetings(db)) == before
+    # the database the workers open, named with --db, is the same one: accepted
+    same = subprocess.run(
+        [sys.executable, "-m", "heard", "transcribe", f"jfk={AUDIO / 'jfk.flac'}", "--queue",
+         "--db", env["HEARD_DATABASE_URL"]],
+        capture_output=True, text=True, env=env, check=False, timeout=120,
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    meeting_id = uuid.UUID(same.stdout.strip())
+    wait_for(all_done(db, [meeting_id]), 120, "the queued meeting", workers)
 
 
 def test_a_track_still_recording_is_retried_with_backoff_until_it_is_done(

@@ -19,7 +19,7 @@ from heard.pipeline import PipelineOutcome, TrackProgress, run_pipeline
 from heard.pipeline.status import track_label
 from heard.pipeline.steps import ClaimedTrack
 from heard.settings import database_url
-from heard.store.database import Database
+from heard.store.database import Database, safe_url
 from heard.store.meetings import (
     MeetingSummary,
     TrackSpec,
@@ -44,6 +44,20 @@ def open_store(url: str | None, meeting_id: str | None = None) -> Database:
     elif meeting_id is not None:
         raise NotFoundError(f"no meeting {meeting_id!r} (no meetings in {db.safe_url})")
     return db
+
+
+def queue_database(url: str | None) -> Database:
+    """The store a ``--queue`` command writes to: the one the workers open. They read
+    ``$HEARD_DATABASE_URL`` (or the SQLite default) where they run, so a ``--db`` naming another
+    database would leave its meetings pending forever, each task finding nothing: refused."""
+    workers = database_url(None)
+    if url and url != workers:
+        raise InputError(
+            f"--queue with --db {safe_url(url)}: the workers open "
+            f"{safe_url(workers)} ($HEARD_DATABASE_URL); set HEARD_DATABASE_URL to the one "
+            "database, here and where the workers run, and leave out --db"
+        )
+    return Database(workers)
 
 
 def require_finished(db: Database, meeting: MeetingSummary) -> None:

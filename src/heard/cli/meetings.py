@@ -155,6 +155,7 @@ def transcribe(
         document,
         enqueue,
         open_store,
+        queue_database,
         transcribe_meeting,
         transcribe_stored,
     )
@@ -183,7 +184,7 @@ def transcribe(
     if not tracks:
         raise InputError("give one NAME=FILE per participant, or --resume MEETING_ID")
     specs = with_languages([parse_track(arg) for arg in tracks], whisper.language, by_name)
-    database = Database(database_url(db))
+    database = queue_database(db) if queue else Database(database_url(db))
     started = datetime.now(UTC)
     if queue:
         typer.echo(enqueue(specs, title=title, db=database, started_at=started))

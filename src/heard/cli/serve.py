@@ -128,6 +128,7 @@ def serve(
         ) from e
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model
+    from heard.cli.meeting_jobs import queue_database
     from heard.memory.factory import MemoryParts
     from heard.settings import data_dir, database_url
     from heard.store.database import Database
@@ -142,7 +143,7 @@ def serve(
                 f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
                 "(no path, no *: a page holding a token must be one you name)"
             )
-    database = Database(database_url(db))
+    database = queue_database(db) if queue else Database(database_url(db))
     transcriber = None
     if queue:
         from heard.pipeline.celery_app import check_broker, configure

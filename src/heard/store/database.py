@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from heard.errors import InputError, StoreError
 
-__all__ = ["Database", "StoreError"]
+__all__ = ["Database", "StoreError", "safe_url"]
 
 
 def _first_line(error: DatabaseError) -> str:
@@ -28,6 +28,14 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+def safe_url(url: str) -> str:
+    """``url`` with its password hidden, for messages (an unparsable one as given)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 class Database:
@@ -85,7 +93,7 @@ class Database:
 
     @property
     def safe_url(self) -> str:
-        return make_url(self.url).render_as_string(hide_password=True)
+        return safe_url(self.url)
 
     def has_schema(self) -> bool:
         with self.reachable():
