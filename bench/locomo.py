@@ -85,7 +85,7 @@ class Tally:
         self.by_cat: dict[str, list[dict[int, float]]] = {}
         self.latency_ms: list[float] = []
 
-    def add(self, category: int, recall: dict[int, float], ms: float) -> None:
+    def add(self, category: int | str, recall: dict[int, float], ms: float) -> None:
         self.by_cat.setdefault(str(category), []).append(recall)
         self.by_cat.setdefault("all", []).append(recall)
         self.latency_ms.append(ms)

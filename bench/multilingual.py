@@ -33,8 +33,7 @@ import Stemmer
 
 from heard.memory.dense import EMBEDDERS, Embedder, default_embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
-from heard.release.cadence import nearest_rank
-from locomo import score, turns_of
+from locomo import Tally, score, turns_of
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "multilingual"
 DATA = DATA / "conversations.json"
@@ -49,26 +48,6 @@ def conversations(path: Path = DATA) -> list[dict[str, Any]]:
 
 def asked(conv: dict[str, Any], q: dict[str, Any]) -> str:
     return "same" if q["asked_in"] == conv["language"] else "cross"
-
-
-class Tally:
-    def __init__(self) -> None:
-        self.rows: dict[str, list[dict[int, float]]] = {}
-        self.latency_ms: list[float] = []
-
-    def add(self, kind: str, recall: dict[int, float], ms: float) -> None:
-        for key in (kind, "all"):
-            self.rows.setdefault(key, []).append(recall)
-        self.latency_ms.append(ms)
-
-    def table(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            kind: {f"R@{k}": round(sum(r[k] for r in rows) / len(rows), 3) for k in KS}
-            | {"n": len(rows)}
-            for kind, rows in sorted(self.rows.items())
-        }
-        out["p95_ms"] = round(nearest_rank(self.latency_ms, 95), 3)
-        return out
 
 
 def run_heard(
