@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 import heard.server.live as live_module
+import heard.server.quotas as quotas_module
 from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
 from heard.store.users import add_user
@@ -196,8 +197,8 @@ def test_the_limit_is_the_tokens_over_all_its_connections(
     """Two connections of one token, each under the burst, together over it: one is closed
     (or both, as their frames interleave); two connections of two tokens, the same sizes, are
     both served."""
-    monkeypatch.setattr(live_module, "EVENT_BURST", 300)
-    monkeypatch.setattr(live_module, "EVENTS_PER_S", 1)
+    monkeypatch.setattr(quotas_module, "EVENT_BURST", 300)
+    monkeypatch.setattr(quotas_module, "EVENTS_PER_S", 1)
     host, (ana, bo, cy) = three_users
     assert at_once(host, [bo, cy], 200) == [None, None]
     same = at_once(host, [ana, ana], 200)
@@ -209,10 +210,10 @@ def test_the_limit_is_the_tokens_over_all_its_connections(
 def test_a_token_closed_for_its_rate_is_refused_a_while_and_others_are_not(
     served: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(live_module, "EVENT_BURST", 50)
-    monkeypatch.setattr(live_module, "EVENTS_PER_S", 1)
-    monkeypatch.setattr(live_module, "BARRED_S", 3.0)
-    monkeypatch.setattr(live_module, "REFUSAL_DELAY_S", 0.1)
+    monkeypatch.setattr(quotas_module, "EVENT_BURST", 50)
+    monkeypatch.setattr(quotas_module, "EVENTS_PER_S", 1)
+    monkeypatch.setattr(quotas_module, "BARRED_S", 3.0)
+    monkeypatch.setattr(quotas_module, "REFUSAL_DELAY_S", 0.1)
     host, flooder, other = served
     first = closed_with(host, flooder, 500)
     assert first is not None

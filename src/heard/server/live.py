@@ -48,7 +48,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -68,6 +67,7 @@ from heard.release.translation import (
     TranslationQueue,
     Translator,
 )
+from heard.server import quotas
 from heard.server.messages import (
     Context,
     Degraded,
@@ -93,16 +93,6 @@ __all__ = ["MAX_FRAME_BYTES", "mount_live"]
 log = logging.getLogger("heard.server.live")
 
 MAX_FRAME_BYTES = 64 * 1024
-EVENTS_PER_S, EVENT_BURST = 100, 400
-"""Transcript events a connection may send: 100 a second, bursts of 400 (a recognizer sends
-a partial every 100-500 ms per speaker)."""
-AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
-"""PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
-of 10 s."""
-BARRED_S = 10.0
-"""How long a token closed for going over a rate limit may open no live connection."""
-REFUSAL_DELAY_S = 1.0
-"""How long a barred token's connection waits before it is refused."""
 OUTBOX_LIMIT = 1000
 """Messages waiting for a client: one that lets more pile up is not reading, and is closed."""
 SEND_TIMEOUT_S = 10.0
@@ -116,7 +106,7 @@ CLOSE_TOO_BIG = 1009
 def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> None:
     db = settings.db
 
-    quotas: dict[str, _Quota] = {}
+    by_token: dict[str, quotas.Quota] = {}
 
     @app.websocket("/v1/live")
     async def live(websocket: WebSocket) -> None:
@@ -124,11 +114,11 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         token = header[7:] if header.lower().startswith("bearer ") else ""
         token = token or websocket.query_params.get("token", "")
         key = digest(token)
-        quota = quotas.get(key) if token else None
+        quota = by_token.get(key) if token else None
         if quota is not None and (wait_s := quota.barred_for()) > 0:
             # held a moment before the refusal: a client reconnecting in a loop then costs a
             # sleeping coroutine, not a handshake a millisecond
-            await asyncio.sleep(min(wait_s, REFUSAL_DELAY_S))
+            await asyncio.sleep(min(wait_s, quotas.REFUSAL_DELAY_S))
             await websocket.close(
                 code=CLOSE_POLICY, reason=f"over the rate limit: wait {wait_s:.0f} s"
             )
@@ -137,7 +127,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         if user is None:
             await websocket.close(code=CLOSE_POLICY, reason="a valid token is required")
             return
-        quota = quotas.setdefault(key, _Quota())
+        quota = by_token.setdefault(key, quotas.Quota())
         mode_name = websocket.query_params.get("mode", "balanced")
         if mode_name not in SELECTABLE_MODES:
             modes = " or ".join(SELECTABLE_MODES)
@@ -269,40 +259,6 @@ class _Outbox(asyncio.Queue[LiveMessage | None]):
             self.stuck.set()
 
 
-class _Bucket:
-    """A token bucket: ``per_s`` tokens a second, at most ``burst`` saved up."""
-
-    def __init__(self, per_s: float, burst: float) -> None:
-        self.per_s, self.burst = per_s, burst
-        self.tokens = burst
-        self.at = time.monotonic()
-
-    def take(self, n: float) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
-        self.at = now
-        if self.tokens < n:
-            return False
-        self.tokens -= n
-        return True
-
-
-class _Quota:
-    """What one token may still send over all its live connections, and until when it may
-    open none."""
-
-    def __init__(self) -> None:
-        self.events = _Bucket(EVENTS_PER_S, EVENT_BURST)
-        self.pcm = _Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST)
-        self.barred_until = 0.0
-
-    def bar(self) -> None:
-        self.barred_until = time.monotonic() + BARRED_S
-
-    def barred_for(self) -> float:
-        return self.barred_until - time.monotonic()
-
-
 class _Releases:
     """Caption units on their way out: held while a step is fed (they follow the hypothesis
     that released them), sent at once when the captions' timer releases them."""
@@ -347,7 +303,7 @@ async def _receive(
     user: str,
     connection: str,
     whisper: WhisperOptions,
-    quota: _Quota,
+    quota: quotas.Quota,
 ) -> tuple[int, str] | None:
     """Feed events until the client leaves (None) or sends something wrong (a close code);
     audio frames are recognized with the ``whisper`` model."""
@@ -369,11 +325,10 @@ async def _receive(
     def too_fast(what: str) -> tuple[int, str]:
         log.warning("live %s (%s): over the rate limit for %s at frame %d", connection, user,
                     what, number)  # fmt: skip
-        limit = (
-            f"{EVENTS_PER_S} events/s (bursts of {EVENT_BURST})" if what == "events"
-            else f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
-        )  # fmt: skip
-        detail = f"over the rate limit of {limit}; closing (no new connection for {BARRED_S:g} s)"
+        detail = (
+            f"over the rate limit of {quotas.limit_text(what)}; closing "
+            f"(no new connection for {quotas.BARRED_S:g} s)"
+        )
         outbox.put_nowait(Error(detail=detail))
         quota.bar()
         return CLOSE_POLICY, f"frame {number}: {detail}"[:120]

@@ -1,0 +1,78 @@
+"""What one token may send over all its live connections (``/v1/live``): token buckets for
+transcript events and for audio, and a bar on new connections after going over either.
+
+Pure but for the clock, which is injected (``time.monotonic`` by default): tests move it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = [
+    "AUDIO_BURST",
+    "AUDIO_BYTES_PER_S",
+    "BARRED_S",
+    "EVENTS_PER_S",
+    "EVENT_BURST",
+    "REFUSAL_DELAY_S",
+    "Bucket",
+    "Quota",
+    "limit_text",
+]
+
+EVENTS_PER_S, EVENT_BURST = 100, 400
+"""Transcript events a connection may send: 100 a second, bursts of 400 (a recognizer sends
+a partial every 100-500 ms per speaker)."""
+AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
+"""PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
+of 10 s."""
+BARRED_S = 10.0
+"""How long a token closed for going over a rate limit may open no live connection."""
+REFUSAL_DELAY_S = 1.0
+"""How long a barred token's connection waits before it is refused."""
+
+
+class Bucket:
+    """A token bucket: ``per_s`` tokens a second, at most ``burst`` saved up."""
+
+    def __init__(
+        self, per_s: float, burst: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.per_s, self.burst = per_s, burst
+        self.clock = clock
+        self.tokens = burst
+        self.at = clock()
+
+    def take(self, n: float) -> bool:
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
+        self.at = now
+        if self.tokens < n:
+            return False
+        self.tokens -= n
+        return True
+
+
+class Quota:
+    """What one token may still send over all its live connections, and until when it may
+    open none."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.events = Bucket(EVENTS_PER_S, EVENT_BURST, clock)
+        self.pcm = Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST, clock)
+        self.barred_until = 0.0
+
+    def bar(self) -> None:
+        self.barred_until = self.clock() + BARRED_S
+
+    def barred_for(self) -> float:
+        return self.barred_until - self.clock()
+
+
+def limit_text(what: str) -> str:
+    """The limit a client went over, ``events`` or ``audio``, as its error message says it."""
+    if what == "events":
+        return f"{EVENTS_PER_S} events/s (bursts of {EVENT_BURST})"
+    return f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
