@@ -14,7 +14,7 @@ from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall
 from heard.release import ESCALATED_DWELL_MS
 from heard.release.tracker import ReleaseMode, ReleaseReason, ReleaseUnit
-from heard.testing import ScriptedRetriever
+from heard.testing import FakeClock, ScriptedRetriever
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.speculation import GateConfig, GateDecision
 
@@ -126,6 +126,21 @@ async def test_a_final_is_remembered_with_when_it_was_said() -> None:
     (said,) = retriever.remembered
     assert said.t is not None
     assert before <= said.t <= after
+
+
+async def test_a_final_is_remembered_with_the_injected_wall_clock() -> None:
+    """Issue 27: every time from the injected clock, the evidence's date too."""
+    clock = FakeClock(datetime(2023, 6, 9, 12, 0, tzinfo=UTC))
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever, wall_clock=clock)
+    await conv.feed(final(1000, "The launch is on Friday."))
+    clock.advance(90)
+    await conv.feed(final(2000, "And the review on Monday."))
+    await conv.join()
+    assert [e.t for e in retriever.remembered] == [
+        datetime(2023, 6, 9, 12, 0, tzinfo=UTC),
+        datetime(2023, 6, 9, 12, 1, 30, tzinfo=UTC),
+    ]
 
 
 async def test_a_final_is_remembered_in_the_language_heard_was_told() -> None:

@@ -165,7 +165,8 @@ class _Turn:
 class Conversation:
     """Feed it transcript events (``await feed(event)``); read ``contexts`` or pass ``on_context``.
 
-    ``retriever`` may be None (captions only). ``clock`` returns milliseconds.
+    ``retriever`` may be None (captions only). ``clock`` returns milliseconds; ``wall_clock``
+    the date and time a final is remembered with (default: now, UTC).
     ``release_mode`` is what a user may choose (``SELECTABLE_MODES``: relaxed, balanced) or
     None (no captions); any other name, Live included, raises ``UnknownNameError``.
     """
@@ -186,10 +187,13 @@ class Conversation:
         translations: TranslationQueue | None = None,
         on_remembered: Callable[[str, Evidence, str | None], None] | None = None,
         language: str = "",
+        wall_clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.retriever = retriever
         self.language = language
         """The language spoken, when heard was told it: its finals are remembered in it."""
+        self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
+        """When a final was said, as evidence keeps it (``heard.testing.FakeClock`` in tests)."""
         self.conversation_id = conversation_id
         self.gate = gate or GateConfig()
         self.stabilizer = TranscriptStabilizer(gate=self.gate)
@@ -423,7 +427,7 @@ class Conversation:
             event.speaker,
             event.text,
             self.conversation_id,
-            datetime.now(UTC),  # when it was said: recall favours it for a question naming the day
+            self._wall_clock(),  # when it was said: recall favours it for a question naming the day
             language=self.language,
         )
         self._remembering = asyncio.ensure_future(
