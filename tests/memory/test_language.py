@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from heard.memory.bm25 import BM25Index
 from heard.memory.evidence import Evidence, EvidenceIndex
-from heard.memory.language import analyze, guess, majority
+from heard.memory.language import analyze, guess
 
 
 def test_spanish_and_russian_stem_in_their_own_language() -> None:
@@ -32,8 +32,6 @@ def test_guess_reads_script_and_function_words() -> None:
     assert guess("Ich habe gestern einen Hund gekauft und bin sehr froh") == "de"
     assert guess("Ok!") == ""
     assert guess("1234") == ""
-    assert majority(["es", "", "es", "en"]) == "es"
-    assert majority(["", ""]) == ""
 
 
 def _spanish_index() -> EvidenceIndex:

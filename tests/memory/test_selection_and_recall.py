@@ -5,7 +5,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from heard.errors import ProviderError
@@ -15,7 +14,7 @@ from heard.memory.recall import MemoryRecall, RecallOptions
 from heard.memory.selection import GATE_TOOL_NAME, CallRecord, run_gate
 from heard.memory.workspace import load_workspace
 from heard.testing import Answer, ScriptedProvider
-from tests.workspace import WORKSPACE
+from tests.workspace import WORKSPACE, Flat
 
 CANDIDATES = ["rhea", "tokyo-office", "launch-plan"]
 
@@ -196,22 +195,6 @@ def test_ready_with_a_null_selection_selects_the_sticky_pages_only() -> None:
     result = run_gate("q", CANDIDATES, sticky=["budget-review"], provider=provider)
     assert result.selected == ["budget-review"]
     assert result.failed_open is None
-
-
-class Flat:
-    """An embedder for which every text is the same: the dense scout brings pages in order."""
-
-    name = "flat"
-    dim = 4
-    unrelated = 0.0
-    weight = 0.9
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.full((len(texts), self.dim), 0.5, dtype=np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        row: np.ndarray = self.embed([text])[0]
-        return row
 
 
 def test_capture_records_every_lane_with_its_pass_node_raw_response_and_error() -> None:

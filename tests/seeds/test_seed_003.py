@@ -12,11 +12,9 @@ answer calling another tool; call sites are heard's ``memory_gate``, ``memory_fi
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from heard.errors import ProviderError
@@ -34,7 +32,7 @@ from heard.memory.workspace import (
 )
 from heard.testing import ScriptedProvider
 from tests.cli.run import heard
-from tests.workspace import WORKSPACE
+from tests.workspace import WORKSPACE, Flat
 
 EM_DASH = "\u2014"
 CANDIDATES = ["rhea", "tokyo-office", "launch-plan"]
@@ -300,22 +298,6 @@ def test_composed_index_is_read_from_the_children_as_they_are_now() -> None:
 
 
 # -- capture records ---------------------------------------------------------------------------
-
-
-class Flat:
-    """An embedder for which every text is the same: the dense scout brings pages in order."""
-
-    name = "flat"
-    dim = 4
-    unrelated = 0.0
-    weight = 0.9
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.full((len(texts), self.dim), 0.5, dtype=np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        row: np.ndarray = self.embed([text])[0]
-        return row
 
 
 def test_every_lane_emits_a_record_with_its_own_call_site_and_the_pass() -> None:

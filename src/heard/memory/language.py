@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import cache
 
 from heard.memory.bm25 import light_stem
 from heard.transcript.tokenize import ENGLISH_STOPWORDS, tokenize
 
-__all__ = ["STOPWORDS", "analyze", "guess", "majority", "primary", "stemmer_for"]
+__all__ = ["STOPWORDS", "analyze", "guess", "primary", "stemmer_for"]
 
 _STOPWORD_TEXT = {
     "es": """
@@ -177,9 +177,3 @@ def analyze(text: str, language: str) -> list[str]:
 def primary(tag: str | None) -> str:
     """The language of a tag as heard is told it: "en-US" -> "en", "ES" -> "es", None -> ""."""
     return (tag or "").strip().lower().replace("_", "-").split("-")[0]
-
-
-def majority(languages: Iterable[str]) -> str:
-    """The most common of ``languages`` ("" ignored; "" when none)."""
-    counts = Counter(language for language in languages if language)
-    return counts.most_common(1)[0][0] if counts else ""
