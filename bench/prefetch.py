@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 
 from heard.asr.streaming import StreamOptions, stream_events
-from heard.live.conversation import Conversation, feed_at_pace
+from heard.live.conversation import Conversation
 from heard.live.retriever import MemoryRetriever
+from heard.live.session import feed_at_pace
 from heard.memory.dense import Embedder, default_embedder
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.recall import MemoryRecall

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from heard.errors import ProviderError
-from heard.live.conversation import Retrieved
+from heard.live.prepared import Retrieved
 from heard.llm.provider import ToolCall, ToolSpec
 from heard.memory.evidence import Evidence, Recalled
 from heard.speech import Segment, Transcription

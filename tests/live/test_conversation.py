@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from heard.errors import UnknownNameError
-from heard.live.conversation import Conversation, PreparedContext, Retrieved, reusable
+from heard.live.conversation import Conversation
+from heard.live.prepared import PreparedContext, Retrieved
 from heard.live.retriever import MemoryRetriever
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall
@@ -16,6 +17,7 @@ from heard.release import ESCALATED_DWELL_MS
 from heard.release.tracker import ReleaseMode, ReleaseReason, ReleaseUnit
 from heard.testing import FakeClock, ScriptedRetriever
 from heard.transcript.events import EventKind, TranscriptEvent
+from heard.transcript.prefetch import reusable
 from heard.transcript.speculation import GateConfig, GateDecision
 
 

@@ -232,7 +232,7 @@ def test_finals_cannot_de_escalate_and_re_escalate_inside_one_window() -> None:
 def _stable(tracker: ReleaseTracker, words: list[str], t_ms: int) -> list[ReleaseUnit]:
     from heard.transcript.accumulator import Hypothesis
 
-    hypothesis = Hypothesis(None, " ".join(words), "next", len(words), 1, False)
+    hypothesis = Hypothesis(None, tuple(words), ("next",), 1, False)
     units = tracker.on_hypothesis(hypothesis, t_ms)
     for t in range(t_ms + 100, t_ms + 400, 100):
         units += tracker.poll(t)

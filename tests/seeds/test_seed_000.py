@@ -22,9 +22,8 @@ def reading(stable: str, *, unstable: str = "", final: bool = False) -> Hypothes
     """A hypothesis built by hand, as the seed's gate tests build theirs."""
     return Hypothesis(
         turn_id=TurnId("user", 1),
-        stable_prefix=stable,
-        unstable_suffix=unstable,
-        stable_word_count=len(stable.split()),
+        stable_words=tuple(stable.split()),
+        unstable_words=tuple(unstable.split()),
         revision=1,
         final=final,
     )

@@ -12,9 +12,8 @@ from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGa
 def hyp(stable: str, *, final: bool = False) -> Hypothesis:
     return Hypothesis(
         turn_id=None,
-        stable_prefix=stable,
-        unstable_suffix="",
-        stable_word_count=len(stable.split()),
+        stable_words=tuple(stable.split()),
+        unstable_words=(),
         revision=1,
         final=final,
     )

@@ -13,7 +13,7 @@ from heard.cli.meetings import DbOption
 from heard.cli.memory import DenseOption, MemoryDirOption, _workspace, memory_parts
 
 if TYPE_CHECKING:
-    from heard.live.conversation import PreparedContext
+    from heard.live.prepared import PreparedContext
 
 
 def _render(context: PreparedContext) -> str:
@@ -71,8 +71,7 @@ def live(
     import asyncio
 
     from heard.cli.meeting_jobs import open_store
-    from heard.live.conversation import Conversation, feed_at_pace
-    from heard.live.retriever import MemoryRetriever
+    from heard.live.session import feed_at_pace, live_session
     from heard.memory.factory import build_memory
     from heard.settings import settings
     from heard.transcript.events import read_events
@@ -82,9 +81,6 @@ def live(
     recall = build_memory(database, memory_parts(dense), workspace=_workspace(memory))
     if remember:
         database.migrate()
-    retriever = MemoryRetriever(
-        recall, database=database if remember else None, session=events.stem
-    )
 
     def show(context: PreparedContext) -> None:
         if as_json:
@@ -92,9 +88,10 @@ def live(
         else:
             typer.echo(_render(context))
 
-    conversation = Conversation(
-        retriever,
+    conversation = live_session(
+        recall,
         conversation_id=events.stem,
+        database=database if remember else None,
         prefetch=prefetch,
         on_context=show,
         language=settings().language or "",  # the language $HEARD_LANGUAGE says is spoken

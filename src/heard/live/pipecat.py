@@ -27,7 +27,8 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from heard.live.conversation import Conversation, PreparedContext
+from heard.live.conversation import Conversation
+from heard.live.prepared import PreparedContext
 from heard.transcript.events import EventKind, TranscriptEvent
 
 __all__ = ["HeardMemoryProcessor", "render_context"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from heard.live.conversation import Retrieved
+from heard.live.prepared import Retrieved
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.factory import remember
 from heard.memory.recall import MemoryRecall

@@ -153,7 +153,7 @@ class ReleaseTracker:
 
     def on_hypothesis(self, hypothesis: Hypothesis, t_ms: int) -> list[ReleaseUnit]:
         """One step of this speaker's transcript: a revised partial, or the utterance's final."""
-        words = hypothesis.stable_prefix.split()
+        words = list(hypothesis.stable_words)
         if hypothesis.final:
             return self._finalize(words, t_ms)
         if not hypothesis.repeated or self._last_growth_ms is None:

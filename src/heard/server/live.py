@@ -55,9 +55,10 @@ from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.errors import EventLogError
-from heard.live.conversation import Conversation, PreparedContext
+from heard.live.conversation import Conversation
 from heard.live.microphone import Microphone
-from heard.live.retriever import MemoryRetriever
+from heard.live.prepared import PreparedContext
+from heard.live.session import live_session
 from heard.memory.evidence import Evidence
 from heard.release.tracker import SELECTABLE_MODES, ReleaseUnit
 from heard.release.translation import (
@@ -138,13 +139,6 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
         await websocket.accept()
         connection = uuid.uuid4().hex[:8]
         memory = await asyncio.to_thread(memories.of, user.owner)
-        retriever = MemoryRetriever(
-            memory.recall,  # the user's pages and evidence, as they are when the call starts
-            database=db,
-            session=f"live-{connection}",
-            owner=user.owner,
-            lock=memory.lock,
-        )
         outbox = _Outbox()
 
         def on_context(context: PreparedContext) -> None:
@@ -178,9 +172,12 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
 
             translations = TranslationQueue(translator, target=target, on_translated=on_translated)
 
-        conversation = Conversation(
-            retriever,
+        conversation = live_session(
+            memory.recall,  # the user's pages and evidence, as they are when the call starts
             conversation_id=f"live-{connection}",
+            database=db,
+            owner=user.owner,
+            lock=memory.lock,
             release_mode=SELECTABLE_MODES[mode_name],
             on_context=on_context,
             on_release=outgoing.release,

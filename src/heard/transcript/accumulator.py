@@ -36,9 +36,10 @@ class Hypothesis:
     """The current reading of a turn after one revision."""
 
     turn_id: TurnId | None
-    stable_prefix: str
-    unstable_suffix: str
-    stable_word_count: int
+    stable_words: tuple[str, ...]
+    """The stable prefix, word by word (surface forms), as the accumulator split it: nothing
+    downstream splits the text again."""
+    unstable_words: tuple[str, ...]
     revision: int
     final: bool
     contradiction: bool = False
@@ -51,12 +52,20 @@ class Hypothesis:
     rule): the recognizer heard nothing new since. A pause, as the transcript tells it."""
 
     @property
+    def stable_prefix(self) -> str:
+        return " ".join(self.stable_words)
+
+    @property
+    def unstable_suffix(self) -> str:
+        return " ".join(self.unstable_words)
+
+    @property
+    def stable_word_count(self) -> int:
+        return len(self.stable_words)
+
+    @property
     def text(self) -> str:
-        if not self.unstable_suffix:
-            return self.stable_prefix
-        if not self.stable_prefix:
-            return self.unstable_suffix
-        return f"{self.stable_prefix} {self.unstable_suffix}"
+        return " ".join(self.stable_words + self.unstable_words)
 
 
 _ANCHOR_WORDS = 3
@@ -134,11 +143,10 @@ class TranscriptAccumulator:
         self._last_end = end
         return Hypothesis(
             turn_id=self.turn_id,
-            stable_prefix=" ".join(self._stable_surface),
+            stable_words=tuple(self._stable_surface),
             # an unconfirmed reading that cannot be aligned shows nothing past the stable prefix:
             # its words would land at places no revision put them ("book a table cable")
-            unstable_suffix="" if end is None else " ".join(words[end:]),
-            stable_word_count=n_stable,
+            unstable_words=() if end is None else tuple(words[end:]),
             revision=self.revisions,
             final=False,
             contradiction=not agrees,
@@ -197,9 +205,8 @@ class TranscriptAccumulator:
         self.final = True
         return Hypothesis(
             turn_id=self.turn_id,
-            stable_prefix=" ".join(words),
-            unstable_suffix="",
-            stable_word_count=len(words),
+            stable_words=tuple(words),
+            unstable_words=(),
             revision=self.revisions,
             final=True,
         )

@@ -33,6 +33,9 @@ class TranscriptStep:
     hypothesis: Hypothesis
     decision: GateDecision
     signals: Signals
+    query_tokens: tuple[str, ...] = ()
+    """The stable prefix's content tokens (English stopwords dropped), kept incrementally:
+    what a speculation keys on, so nobody downstream tokenizes the prefix again."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -173,12 +176,14 @@ class TranscriptStabilizer:
         summary.decisions[decision] += 1
         if decision.fires:
             summary.speculations += 1
-        return TranscriptStep(t_ms, speaker, turn, kind, hypothesis, decision, state.signals)
+        return TranscriptStep(
+            t_ms, speaker, turn, kind, hypothesis, decision, state.signals, tuple(state.query)
+        )
 
     def _grow_stable(self, state: _Speaker, hypothesis: Hypothesis) -> None:
         """Tokenize only the newly stable words and rescan only the tail where a signal may
         have changed: from the last place a full scan would visit before any new match."""
-        new_words = hypothesis.stable_prefix.split()[state.stable_words :]
+        new_words = hypothesis.stable_words[state.stable_words :]
         state.stable_words = hypothesis.stable_word_count
         new_tokens = tokenize(" ".join(new_words))
         if not new_tokens:

@@ -1,0 +1,133 @@
+"""When to prefetch memory for a turn, and whether the final may use what was prefetched.
+
+A pure policy over plain data: transcript steps in (``TranscriptStep``, whose ``t_ms`` is
+the clock), decisions out. ``heard.live.conversation`` runs the retrievals it decides on.
+
+* **Speculate** when the gate fires on a partial: on the stable prefix, which keeps a
+  partial's last word out (seed 000), so that retrieval is not re-run each time the
+  recognizer changes its mind about that word. A new strong signal fires at once; a plain
+  firing waits out the debounce window of the turn's last speculation
+  (``GateConfig.debounce_ms``), which the gate keeps for its own firings and this policy
+  keeps across them and the pauses' too.
+* **Pause**: when the recognizer repeats a partial word for word, it did not change its
+  mind: the repeat is the later revision that confirms the last word. The pause speculates
+  on the whole partial, before the gate's new-content minimum is met, if it says something
+  the last speculation did not, and never within the debounce window.
+* **Reuse or retrieve again** at the final: reuse the speculation if the final says what
+  was speculated on (the Jaccard overlap of the content-token sets is at least
+  ``REUSE_JACCARD``); otherwise retrieve on the final's text.
+* **Interrupt**: whatever the turn speculated on is dropped; the turn goes on.
+
+Each turn's ``TurnPlan`` counts its retrievals and the ones whose results went unused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from heard.transcript.speculation import GateConfig, GateDecision
+from heard.transcript.stabilizer import TranscriptStep
+from heard.transcript.tokenize import content_tokens
+
+__all__ = ["REUSE_JACCARD", "PrefetchPolicy", "Speculation", "TurnPlan", "reusable"]
+
+REUSE_JACCARD = 0.6
+"""Reuse a speculation when |S & F| / |S | F| >= this, S and F being the content tokens of the
+speculated stable prefix and of the final (bench/prefetch.py: the choice and its cost)."""
+
+
+def reusable(speculated: frozenset[str], final: frozenset[str], threshold: float) -> bool:
+    """The reuse rule: enough of the final's content words were speculated on, and few more."""
+    if not final:
+        return False
+    union = speculated | final
+    return len(speculated & final) / len(union) >= threshold
+
+
+@dataclass(frozen=True, slots=True)
+class Speculation:
+    """A retrieval to start now."""
+
+    query: str
+    pause: bool
+    """A pause started it (a repeated partial) where the gate would not have."""
+
+
+@dataclass(slots=True)
+class TurnPlan:
+    """What one open turn has speculated on; ``generation`` is its publication guard's."""
+
+    generation: int
+    pending: bool = False
+    """A speculation was started and not yet given up: its result may still be used."""
+    tokens: frozenset[str] = frozenset()
+    query: str = ""
+    speculated_ms: int | None = None
+    """Stream time (``t_ms``) of the turn's last speculation: the debounce window's start."""
+    retrievals: int = 0
+    wasted: int = 0
+
+
+class PrefetchPolicy:
+    """The decisions of a live conversation's prefetching; ``TurnPlan`` holds each turn's."""
+
+    def __init__(self, gate: GateConfig | None = None, reuse_jaccard: float = REUSE_JACCARD):
+        self.gate = gate or GateConfig()
+        self.reuse_jaccard = reuse_jaccard
+
+    def on_partial(self, plan: TurnPlan, step: TranscriptStep) -> Speculation | None:
+        """What to speculate on after this partial, if anything; records it in ``plan``
+        (the speculation it supersedes, if still pending, is counted as wasted)."""
+        hypothesis = step.hypothesis
+        decision = step.decision
+        if decision is GateDecision.FIRE_SIGNAL or (
+            decision is GateDecision.FIRE and not self.debounced(plan, step.t_ms)
+        ):
+            return self._start(plan, hypothesis.stable_prefix, step.query_tokens, step, False)
+        if hypothesis.repeated and not hypothesis.contradiction:
+            tokens = (*step.query_tokens, *content_tokens(hypothesis.unstable_suffix))
+            if not self.debounced(plan, step.t_ms) and frozenset(tokens) - plan.tokens:
+                return self._start(plan, hypothesis.text, tokens, step, True)
+        return None
+
+    def debounced(self, plan: TurnPlan, t_ms: int) -> bool:
+        """The turn speculated less than ``debounce_ms`` before ``t_ms``."""
+        last = plan.speculated_ms
+        return last is not None and t_ms - last < self.gate.debounce_ms
+
+    def on_final(self, plan: TurnPlan, final: TranscriptStep, usable: bool) -> bool:
+        """Reuse the pending speculation for this final (True), or retrieve again (False).
+        ``usable``: the speculation's retrieval was not cancelled."""
+        reuse = (
+            plan.pending
+            and usable
+            and reusable(plan.tokens, frozenset(final.query_tokens), self.reuse_jaccard)
+        )
+        if plan.pending and not reuse:
+            plan.wasted += 1
+        plan.pending = False
+        if not reuse:
+            plan.retrievals += 1
+        return reuse
+
+    @staticmethod
+    def on_interrupt(plan: TurnPlan, generation: int, running: bool) -> None:
+        """The reply is no longer wanted: drop what the turn speculated on (``running``: its
+        retrieval was still going, and is wasted)."""
+        plan.generation = generation
+        if plan.pending and running:
+            plan.wasted += 1
+        plan.pending, plan.tokens, plan.query = False, frozenset(), ""
+
+    @staticmethod
+    def _start(
+        plan: TurnPlan, query: str, tokens: tuple[str, ...], step: TranscriptStep, pause: bool
+    ) -> Speculation:
+        if plan.pending:
+            plan.wasted += 1  # still running, or finished and now superseded
+        plan.pending = True
+        plan.tokens = frozenset(tokens)
+        plan.query = query
+        plan.speculated_ms = step.t_ms
+        plan.retrievals += 1
+        return Speculation(query, pause)
