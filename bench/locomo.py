@@ -140,12 +140,12 @@ def run_heard(
         index.extend(
             (
                 Evidence(
-                    t["dia_id"],
-                    t["speaker"],
-                    t["text"],
-                    conv["sample_id"],
-                    datetime.fromisoformat(t["said"]),
-                    t["session"],
+                    id=t["dia_id"],
+                    speaker=t["speaker"],
+                    text=t["text"],
+                    conversation=conv["sample_id"],
+                    t=datetime.fromisoformat(t["said"]),
+                    session=t["session"],
                 )
                 for t in turns_of(conv)
             ),
@@ -224,7 +224,15 @@ def run_scale(n: int, queries: int = 500) -> dict[str, Any]:
     started = time.perf_counter()
     for i in range(n):
         said = first + timedelta(minutes=i)
-        index.add(Evidence(f"e{i}", f"s{i % 7}", texts[i % len(texts)], f"c{i // 500}", said))
+        index.add(
+            Evidence(
+                id=f"e{i}",
+                speaker=f"s{i % 7}",
+                text=texts[i % len(texts)],
+                conversation=f"c{i // 500}",
+                t=said,
+            )
+        )
     add_s = time.perf_counter() - started
     latencies, dated = [], []
     for _ in range(queries):

@@ -67,13 +67,13 @@ def run_heard(
         prefix = f"{conv['sample_id']}/" if together else ""
         index.extend(
             Evidence(
-                prefix + t["dia_id"],
-                t["speaker"],
-                t["text"],
-                conv["sample_id"],
-                datetime.fromisoformat(t["said"]),
-                t["session"],
-                "en" if as_english else "",
+                id=prefix + t["dia_id"],
+                speaker=t["speaker"],
+                text=t["text"],
+                conversation=conv["sample_id"],
+                t=datetime.fromisoformat(t["said"]),
+                session=t["session"],
+                language="en" if as_english else "",
             )
             for t in turns_of(conv)
         )

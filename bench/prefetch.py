@@ -163,7 +163,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for conv in data:
             index = EvidenceIndex(embedder)
             index.extend(
-                Evidence(t["dia_id"], t["speaker"], t["text"], conv["sample_id"])
+                Evidence(
+                    id=t["dia_id"],
+                    speaker=t["speaker"],
+                    text=t["text"],
+                    conversation=conv["sample_id"],
+                )
                 for t in turns_of(conv)
             )
             indexes[conv["sample_id"]] = index

@@ -79,7 +79,7 @@ def test_scripted_retriever_answers_with_the_query_and_remembers() -> None:
     assert found.evidence[0].text == "the Lisbon office"
     with pytest.raises(RuntimeError):
         asyncio.run(retriever.retrieve("boom", ()))
-    asyncio.run(retriever.remember(Evidence("e1", "ana", "hi", "s")))
+    asyncio.run(retriever.remember(Evidence(id="e1", speaker="ana", text="hi", conversation="s")))
     assert [e.id for e in retriever.remembered] == ["e1"]
 
 
@@ -90,8 +90,12 @@ def test_hashing_embedder_is_deterministic_normalized_and_drives_dense_recall() 
     assert float(a @ b) > float(a @ c)
     assert np.array_equal(embedder.embed(["new dog"]), HashingEmbedder().embed(["new dog"]))
     index = EvidenceIndex(embedder)
-    index.add(Evidence("d1", "ana", "We adopted a puppy, a new dog.", "s"))
-    index.add(Evidence("d2", "ben", "The quarterly tax report is due.", "s"))
+    index.add(
+        Evidence(id="d1", speaker="ana", text="We adopted a puppy, a new dog.", conversation="s")
+    )
+    index.add(
+        Evidence(id="d2", speaker="ben", text="The quarterly tax report is due.", conversation="s")
+    )
     assert index.recall("dog", k=1)[0].id == "d1"
 
 

@@ -18,7 +18,7 @@ _EXPORTS = {
     "Database": "heard.store",
     "EventKind": "heard.transcript",
     "EventLogError": "heard.errors",
-    "Evidence": "heard.memory.evidence",
+    "Evidence": "heard.utterance",
     "EvidenceIndex": "heard.memory.evidence",
     "FasterWhisperTranscriber": "heard.asr",
     "GateConfig": "heard.transcript",
@@ -152,7 +152,7 @@ if _typing.TYPE_CHECKING:
     )
     from heard.llm import Provider
     from heard.llm.providers import provider_from_env
-    from heard.memory.evidence import Evidence, EvidenceIndex
+    from heard.memory.evidence import EvidenceIndex
     from heard.memory.recall import MemoryRecall
     from heard.memory.workspace import load_workspace
     from heard.pipeline import PipelineOptions, PipelineOutcome, PipelineResult, run_pipeline
@@ -188,6 +188,7 @@ if _typing.TYPE_CHECKING:
         run_guarded,
         tokenize,
     )
+    from heard.utterance import Evidence
 
 
 def __getattr__(name: str) -> object:

@@ -26,7 +26,9 @@ from heard.transcript.events import EventKind
 
 def memory_with(*lines: tuple[str, str, str]) -> MemoryRetriever:
     index = EvidenceIndex()
-    index.extend(Evidence(i, who, text, "past") for i, who, text in lines)
+    index.extend(
+        Evidence(id=i, speaker=who, text=text, conversation="past") for i, who, text in lines
+    )
     return MemoryRetriever(MemoryRecall(None, index))
 
 

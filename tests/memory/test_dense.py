@@ -37,7 +37,7 @@ def test_embeddings_are_normalized_and_meaningful(embedder: MiniLMEmbedder) -> N
 def test_dense_scout_finds_a_paraphrase_bm25_cannot(embedder: MiniLMEmbedder) -> None:
     lexical, dense = EvidenceIndex(), EvidenceIndex(embedder)
     for index in (lexical, dense):
-        index.extend(Evidence(i, s, t, "c") for i, s, t in TURNS)
+        index.extend(Evidence(id=i, speaker=s, text=t, conversation="c") for i, s, t in TURNS)
     query = "new dog"  # no word in common with d1 after stemming
     assert "d1" not in [h.id for h in lexical.recall(query, k=1)]
     assert [h.id for h in dense.recall(query, k=1)] == ["d1"]
@@ -47,11 +47,16 @@ def test_dense_scout_finds_a_paraphrase_bm25_cannot(embedder: MiniLMEmbedder) ->
 
 def test_dense_adds_one_at_a_time_and_refuses_duplicates(embedder: MiniLMEmbedder) -> None:
     index = EvidenceIndex(embedder)
-    index.add(Evidence("d1", "Ana", TURNS[0][2], "c"))
-    index.add(Evidence("d3", "Ana", TURNS[2][2], "c"))
+    index.add(Evidence(id="d1", speaker="Ana", text=TURNS[0][2], conversation="c"))
+    index.add(Evidence(id="d3", speaker="Ana", text=TURNS[2][2], conversation="c"))
     assert index.recall("relocating abroad", k=1)[0].id == "d3"
     with pytest.raises(Exception, match="already in memory"):
-        index.extend([Evidence("d9", "Ana", "x", "c"), Evidence("d1", "Ana", "y", "c")])
+        index.extend(
+            [
+                Evidence(id="d9", speaker="Ana", text="x", conversation="c"),
+                Evidence(id="d1", speaker="Ana", text="y", conversation="c"),
+            ]
+        )
     assert len(index) == 2  # nothing of the refused batch went in
 
 

@@ -15,7 +15,7 @@ from heard.memory.evidence import MAX_QUERY_CHARS, Evidence, EvidenceIndex
 
 def conversation(index: EvidenceIndex, name: str, turns: list[tuple[str, str]]) -> None:
     for i, (speaker, text) in enumerate(turns):
-        index.add(Evidence(f"{name}:{i}", speaker, text, name))
+        index.add(Evidence(id=f"{name}:{i}", speaker=speaker, text=text, conversation=name))
 
 
 def test_the_answer_next_to_the_matching_turn_is_recalled() -> None:
@@ -38,7 +38,7 @@ def test_a_turn_saying_the_questions_phrase_beats_one_with_its_words_scattered()
         "Last month I finally started going to a support group for new parents in town",
         "The group was my support.",
     ]):  # fmt: skip
-        index.add(Evidence(f"t{i}", "ana", text, f"c{i}"))
+        index.add(Evidence(id=f"t{i}", speaker="ana", text=text, conversation=f"c{i}"))
     # single words alone rank the short turn first (both hold "support" and "group")
     assert index._bm25.search("support group")[0].doc == 1
     assert [r.id for r in index.recall("Who went to the support group?", k=2)] == ["t0", "t1"]
@@ -72,13 +72,13 @@ def test_a_named_speaker_is_preferred() -> None:
 
 def test_bad_queries_and_duplicates() -> None:
     index = EvidenceIndex()
-    index.add(Evidence("e1", "a", "hello there"))
+    index.add(Evidence(id="e1", speaker="a", text="hello there"))
     with pytest.raises(InputError, match="empty"):
         index.recall("   ")
     with pytest.raises(InputError, match="already"):
-        index.add(Evidence("e1", "a", "again"))
+        index.add(Evidence(id="e1", speaker="a", text="again"))
     with pytest.raises(InputError, match="needs an id"):
-        index.add(Evidence("", "a", "no id"))
+        index.add(Evidence(id="", speaker="a", text="no id"))
     hits = index.recall("hello " * MAX_QUERY_CHARS)
     assert index.truncated_last_query
     assert [h.id for h in hits] == ["e1"]
@@ -93,9 +93,16 @@ def test_the_sparse_path_ranks_exactly_like_a_full_pass() -> None:
     index = EvidenceIndex()
     items = []
     for i in range(3000):
-        e = Evidence(f"e{i}", f"s{i % 3}", " ".join(rng.choices(words, k=8)), f"c{i // 40}")
+        e = Evidence(
+            id=f"e{i}",
+            speaker=f"s{i % 3}",
+            text=" ".join(rng.choices(words, k=8)),
+            conversation=f"c{i // 40}",
+        )
         if i % 500 == 7:
-            e = Evidence(e.id, e.speaker, e.text + " rareword", e.conversation)
+            e = Evidence(
+                id=e.id, speaker=e.speaker, text=e.text + " rareword", conversation=e.conversation
+            )
         index.add(e)
         items.append(e)
     # brute force: BM25 on every item, then each item's neighbours within its conversation
@@ -119,11 +126,11 @@ def test_a_turn_in_the_session_of_the_best_match_beats_an_equal_one_elsewhere() 
     index = EvidenceIndex()
     # session "b" is heard first: without the session signal its turn wins the tie
     index.extend(
-        Evidence(f"b{i}", "Ben", text, "c2", None, "b")
+        Evidence(id=f"b{i}", speaker="Ben", text=text, conversation="c2", t=None, session="b")
         for i, text in enumerate([*filler, "Flights in March are cheap."])
     )
     index.extend(
-        Evidence(f"a{i}", "Ana", text, "c1", None, "a")
+        Evidence(id=f"a{i}", speaker="Ana", text=text, conversation="c1", t=None, session="a")
         for i, text in enumerate(
             ["My sister moves to Lisbon in March.", *filler, "Flights in March are cheap."]
         )
@@ -135,7 +142,12 @@ def test_a_turn_in_the_session_of_the_best_match_beats_an_equal_one_elsewhere() 
 
 def test_without_sessions_equal_turns_keep_their_order() -> None:
     index = EvidenceIndex()
-    index.extend(Evidence(f"d{i}", "Ana", "Flights in March are cheap.", f"c{i}") for i in range(3))
+    index.extend(
+        Evidence(
+            id=f"d{i}", speaker="Ana", text="Flights in March are cheap.", conversation=f"c{i}"
+        )
+        for i in range(3)
+    )
     assert [h.id for h in index.recall("flights in March", k=3)] == ["d0", "d1", "d2"]
 
 
@@ -166,12 +178,12 @@ def test_recall_over_the_candidates_equals_recall_over_every_item(
     index = EvidenceIndex()
     index.extend(
         Evidence(
-            f"d{i}",
-            speaker,
-            " ".join(words),
-            f"c{conv}",
-            datetime(2023, 6, day, 12, tzinfo=UTC) if day else None,
-            session,
+            id=f"d{i}",
+            speaker=speaker,
+            text=" ".join(words),
+            conversation=f"c{conv}",
+            t=datetime(2023, 6, day, 12, tzinfo=UTC) if day else None,
+            session=session,
         )
         for i, (words, speaker, conv, session, day) in enumerate(turns)
     )
@@ -195,11 +207,17 @@ def test_a_run_of_weaker_turns_is_not_left_out_of_the_candidates() -> None:
     """B1 matches less than A (0.58 of its score) but its neighbours match too: it wins on
     spread, so it must be among the candidates although every turn of its run is weaker."""
     index = EvidenceIndex()
-    index.add(Evidence("A", "Ana", "alpha alpha alpha", "c1"))
+    index.add(Evidence(id="A", speaker="Ana", text="alpha alpha alpha", conversation="c1"))
     index.extend(
-        Evidence(f"B{i}", "Ben", "alpha yankee yankee yankee yankee", "c2") for i in range(3)
+        Evidence(
+            id=f"B{i}", speaker="Ben", text="alpha yankee yankee yankee yankee", conversation="c2"
+        )
+        for i in range(3)
     )
-    index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(20))
+    index.extend(
+        Evidence(id=f"F{i}", speaker="Cy", text="nothing here at all", conversation="c3")
+        for i in range(20)
+    )
     assert [h.id for h in index.recall("alpha", k=1)] == ["B1"]
 
 
@@ -225,11 +243,16 @@ class Concepts:
 
 def test_a_turn_next_to_a_dense_match_shares_in_it() -> None:
     index = EvidenceIndex(Concepts())
-    index.extend(Evidence(f"u{i}", "Cy", "Trains were late.", "other") for i in range(3))
+    index.extend(
+        Evidence(id=f"u{i}", speaker="Cy", text="Trains were late.", conversation="other")
+        for i in range(3)
+    )
     index.extend(
         [
-            Evidence("A", "Ana", "I adopted a puppy.", "c"),
-            Evidence("B", "Ana", "Yes, from the shelter on Elm Street.", "c"),
+            Evidence(id="A", speaker="Ana", text="I adopted a puppy.", conversation="c"),
+            Evidence(
+                id="B", speaker="Ana", text="Yes, from the shelter on Elm Street.", conversation="c"
+            ),
         ]
     )
     ranked = [h.id for h in index.recall("young dog?", k=5)]
@@ -241,7 +264,13 @@ JUNE_10 = datetime(2023, 6, 10, 15, 30, tzinfo=UTC)
 
 def dated(index: EvidenceIndex, days_after_june_10: list[int], text: str) -> None:
     index.extend(
-        Evidence(f"d{n}", "Ana", text, f"c{n}", JUNE_10 + timedelta(days=n))
+        Evidence(
+            id=f"d{n}",
+            speaker="Ana",
+            text=text,
+            conversation=f"c{n}",
+            t=JUNE_10 + timedelta(days=n),
+        )
         for n in days_after_june_10
     )
 
@@ -260,7 +289,13 @@ def test_a_question_naming_a_day_favours_what_was_said_then(question: str, first
     index = EvidenceIndex()
     # d-20 is heard first and says the most: it wins whenever the date is not read
     index.add(
-        Evidence("d-20", "Ana", "I paint, paint, paint a sunset", "c", JUNE_10 - timedelta(20))
+        Evidence(
+            id="d-20",
+            speaker="Ana",
+            text="I paint, paint, paint a sunset",
+            conversation="c",
+            t=JUNE_10 - timedelta(20),
+        )
     )
     dated(index, [0, 2, 7, 30, 400], "I paint a sunset")
     ranked = [h.id for h in index.recall(question, k=6)]
@@ -273,7 +308,10 @@ def test_without_a_date_or_a_time_the_order_is_the_words_alone() -> None:
     # no date named: position breaks the tie
     assert [h.id for h in index.recall("What did Ana paint?", k=2)] == ["d7", "d0"]
     undated = EvidenceIndex()
-    undated.extend(Evidence(f"u{i}", "Ana", "I paint a sunset", "c") for i in range(2))
+    undated.extend(
+        Evidence(id=f"u{i}", speaker="Ana", text="I paint a sunset", conversation="c")
+        for i in range(2)
+    )
     assert [h.id for h in undated.recall("What did Ana paint on June 10, 2023?", k=2)] == [
         "u0",
         "u1",
@@ -284,22 +322,41 @@ def test_a_run_of_weaker_turns_said_on_the_named_day_is_not_left_out_of_the_cand
     """Each B matches a third of A, under the floor A sets without the date; said on the
     named day, the middle one wins on spread x2.5, so the floor must count the date."""
     index = EvidenceIndex()
-    index.add(Evidence("A", "Ana", "alpha bravo", "c1", JUNE_10))
+    index.add(Evidence(id="A", speaker="Ana", text="alpha bravo", conversation="c1", t=JUNE_10))
     index.extend(
-        Evidence(f"B{i}", "Ben", "alpha yankee", "c2", JUNE_10 + timedelta(days=10))
+        Evidence(
+            id=f"B{i}",
+            speaker="Ben",
+            text="alpha yankee",
+            conversation="c2",
+            t=JUNE_10 + timedelta(days=10),
+        )
         for i in range(5)
     )
-    index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(20))
+    index.extend(
+        Evidence(id=f"F{i}", speaker="Cy", text="nothing here at all", conversation="c3")
+        for i in range(20)
+    )
     assert [h.id for h in index.recall("alpha bravo", k=1)] == ["A"]
     assert [h.id for h in index.recall("alpha bravo on June 20, 2023", k=1)] == ["B2"]
 
 
 def test_a_day_kept_in_utc_still_counts_when_it_was_the_next_day_for_the_speaker() -> None:
     index = EvidenceIndex()
-    index.add(Evidence("week-before", "Ana", "I paint a sunset", "c", JUNE_10 - timedelta(7)))
+    index.add(
+        Evidence(
+            id="week-before",
+            speaker="Ana",
+            text="I paint a sunset",
+            conversation="c",
+            t=JUNE_10 - timedelta(7),
+        )
+    )
     # 23:30 UTC on 9 June: already 10 June where Ana lives
     late = datetime(2023, 6, 9, 23, 30, tzinfo=UTC)
-    index.add(Evidence("late", "Ana", "I paint a sunset", "c2", late))
+    index.add(
+        Evidence(id="late", speaker="Ana", text="I paint a sunset", conversation="c2", t=late)
+    )
     assert [h.id for h in index.recall("What did Ana paint on June 10, 2023?", k=2)] == [
         "late",
         "week-before",
@@ -311,19 +368,25 @@ def test_a_dated_turn_that_matches_nothing_itself_still_rides_on_its_neighbours(
     under the floor the five As set. Said on the named day, B2's share of them beats every
     A: it must be a candidate for what its neighbours match, not only for its own words."""
     index = EvidenceIndex()
-    index.extend(Evidence(f"A{i}", "Ana", "alpha bravo", f"a{i}", JUNE_10) for i in range(5))
+    index.extend(
+        Evidence(id=f"A{i}", speaker="Ana", text="alpha bravo", conversation=f"a{i}", t=JUNE_10)
+        for i in range(5)
+    )
     index.extend(
         Evidence(
-            f"B{i}",
-            "Ben",
-            "zulu" if i == 2 else "alpha yankee yankee",
-            "c2",
-            JUNE_10 + timedelta(days=10),
+            id=f"B{i}",
+            speaker="Ben",
+            text="zulu" if i == 2 else "alpha yankee yankee",
+            conversation="c2",
+            t=JUNE_10 + timedelta(days=10),
         )
         for i in range(5)
     )
     # enough others that the candidates are collected, not every item scored
-    index.extend(Evidence(f"F{i}", "Cy", "nothing here at all", "c3") for i in range(100))
+    index.extend(
+        Evidence(id=f"F{i}", speaker="Cy", text="nothing here at all", conversation="c3")
+        for i in range(100)
+    )
     recalled = {h.id for h in index.recall("alpha bravo on June 20, 2023", k=5)}
     assert recalled == {f"B{i}" for i in range(5)}
 
@@ -336,8 +399,18 @@ def test_a_time_with_an_offset_ranks_as_the_same_time_read_back_in_utc(day: int)
     heard, read_back = EvidenceIndex(), EvidenceIndex()
     for index, t in ((heard, datetime(2023, 6, 10, 1, tzinfo=sydney)),
                      (read_back, datetime(2023, 6, 9, 15, tzinfo=UTC))):  # fmt: skip
-        index.add(Evidence("before", "Ana", "I paint a sunset", "c1", JUNE_10 - timedelta(30)))
-        index.add(Evidence("said", "Ana", "I paint a sunset", "c2", t))
+        index.add(
+            Evidence(
+                id="before",
+                speaker="Ana",
+                text="I paint a sunset",
+                conversation="c1",
+                t=JUNE_10 - timedelta(30),
+            )
+        )
+        index.add(
+            Evidence(id="said", speaker="Ana", text="I paint a sunset", conversation="c2", t=t)
+        )
     question = f"What did Ana paint on June {day}, 2023?"
     assert [h.id for h in heard.recall(question, k=2)] == [
         h.id for h in read_back.recall(question, k=2)
@@ -346,14 +419,14 @@ def test_a_time_with_an_offset_ranks_as_the_same_time_read_back_in_utc(day: int)
 
 def test_a_time_out_of_range_is_refused_and_nothing_of_its_batch_is_kept() -> None:
     index = EvidenceIndex()
-    first = Evidence("ok", "Ana", "I paint a sunset", "c", JUNE_10)
+    first = Evidence(id="ok", speaker="Ana", text="I paint a sunset", conversation="c", t=JUNE_10)
     # 1 January of year 1 at +10:00 is 31 December of year 0 in UTC: no such date
     bad = Evidence(
-        "bad",
-        "Ana",
-        "I paint a sunset",
-        "c",
-        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=10))),
+        id="bad",
+        speaker="Ana",
+        text="I paint a sunset",
+        conversation="c",
+        t=datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=10))),
     )
     with pytest.raises(InputError, match="'bad'"):
         index.extend([first, bad])

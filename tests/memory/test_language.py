@@ -38,10 +38,27 @@ def _spanish_index() -> EvidenceIndex:
     index = EvidenceIndex()
     index.extend(
         [
-            Evidence("a", "Mateo", "Empecé a trabajar en una panadería del barrio.", "c"),
-            Evidence("b", "Lucía", "Yo sigo en el hospital, en urgencias.", "c"),
-            Evidence("c", "Mateo", "Me encanta el olor del pan recién horneado.", "c"),
-            Evidence("d", "Lucía", "Sí.", "c"),  # too short to tell: the conversation's
+            Evidence(
+                id="a",
+                speaker="Mateo",
+                text="Empecé a trabajar en una panadería del barrio.",
+                conversation="c",
+            ),
+            Evidence(
+                id="b",
+                speaker="Lucía",
+                text="Yo sigo en el hospital, en urgencias.",
+                conversation="c",
+            ),
+            Evidence(
+                id="c",
+                speaker="Mateo",
+                text="Me encanta el olor del pan recién horneado.",
+                conversation="c",
+            ),
+            Evidence(
+                id="d", speaker="Lucía", text="Sí.", conversation="c"
+            ),  # too short to tell: the conversation's
         ]
     )
     return index
@@ -49,20 +66,31 @@ def _spanish_index() -> EvidenceIndex:
 
 def test_a_spanish_question_finds_the_inflected_answer() -> None:
     index = _spanish_index()
-    assert index.language_of(Evidence("x", "Lucía", "Sí.", "c")) == "es"
+    assert (
+        index.language_of(Evidence(id="x", speaker="Lucía", text="Sí.", conversation="c")) == "es"
+    )
     # "trabaja" and "trabajar" meet only when both are stemmed as Spanish
     assert index.recall("¿Dónde trabaja?", k=1)[0].id == "a"
     english = EvidenceIndex()
     english.extend(
-        Evidence(e.id, e.speaker, e.text, e.conversation, language="en")
-        for e in (Evidence("a", "Mateo", "Empecé a trabajar en una panadería del barrio.", "c"),)
+        Evidence(
+            id=e.id, speaker=e.speaker, text=e.text, conversation=e.conversation, language="en"
+        )
+        for e in (
+            Evidence(
+                id="a",
+                speaker="Mateo",
+                text="Empecé a trabajar en una panadería del barrio.",
+                conversation="c",
+            ),
+        )
     )
     assert english.recall("¿Dónde trabaja?", k=1) == []
 
 
 def test_a_told_language_wins_over_the_text() -> None:
     index = EvidenceIndex()
-    told = Evidence("a", "Ana", "no", "c", language="ES")
+    told = Evidence(id="a", speaker="Ana", text="no", conversation="c", language="ES")
     assert index.language_of(told) == "es"
 
 
@@ -72,12 +100,23 @@ def test_a_short_question_finds_its_turn_in_a_memory_of_several_languages() -> N
     index = _spanish_index()
     index.extend(
         [
-            Evidence(f"en{i}", "Ben", f"I went to the {w} on Sunday with my friends.", "e")
+            Evidence(
+                id=f"en{i}",
+                speaker="Ben",
+                text=f"I went to the {w} on Sunday with my friends.",
+                conversation="e",
+            )
             for i, w in enumerate(["park", "beach", "cinema", "museum", "market", "gym"])
         ]
-        + [Evidence("ru", "Оля", "Я работаю в районной библиотеке.", "r")]
+        + [
+            Evidence(
+                id="ru", speaker="Оля", text="Я работаю в районной библиотеке.", conversation="r"
+            )
+        ]
     )
-    assert index.language_of(Evidence("x", "Ben", "Ok!", "new")) == "en"  # the memory's
+    assert (
+        index.language_of(Evidence(id="x", speaker="Ben", text="Ok!", conversation="new")) == "en"
+    )  # the memory's
     assert index.recall("¿Dónde trabaja?", k=1)[0].id == "a"
     assert index.recall("Где она работает?", k=1)[0].id == "ru"
     assert index.recall("Who went to the museum?", k=1)[0].id == "en3"

@@ -9,7 +9,8 @@ import pytest
 from heard.errors import ConflictError, InputError
 from heard.memory.utterances import ingest_file, load_index
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance, store_utterances
+from heard.store.evidence import load_utterances, store_utterances
+from heard.utterance import Evidence
 from tests.cli.run import Ran
 from tests.cli.run import heard as run_heard
 
@@ -64,6 +65,11 @@ def test_ingest_then_recall(db: Database, tmp_path: Path) -> None:
             [{"id": "x", "speaker": "a", "text": "hi", "t": "0001-01-01T00:00:00+10:00"}],
             "t.*out of range once in UTC",
         ),
+        # a file line is checked as a request's utterance is (heard.utterance.UtteranceIn)
+        ([{"id": "x", "speaker": "a", "text": "nul \x00 here"}], "text.*NUL"),
+        ([{"id": "x", "speaker": "a", "text": "y" * 20_001}], "text.*at most 20000"),
+        ([{"id": "x", "speaker": "a", "text": "hi", "t": 1683554160}], "t.*ISO 8601"),
+        ([{"id": "x", "speaker": "a", "text": "hi", "lang": "es"}], "lang.*Extra inputs"),
         ("{broken\n", "malformed JSON"),
         ("", "no utterances"),
     ],
@@ -76,6 +82,17 @@ def test_bad_files_store_nothing(
     with pytest.raises(InputError, match=problem):
         ingest_file(db, write(tmp_path, rows))
     assert len(load_index(db)) == 0
+
+
+def test_an_utterance_keeps_its_language_through_the_store(db: Database, tmp_path: Path) -> None:
+    said = {"id": "es1", "speaker": "Lucía", "text": "Sí.", "language": "es"}
+    ingest_file(db, write(tmp_path, [said, UTTERANCES[0]]))
+    assert [u.language for u in load_utterances(db)] == ["es", ""]
+
+
+def test_evidence_is_built_by_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Evidence("id", "ana", "text")  # type: ignore[misc]
 
 
 def test_ids_already_stored_are_refused_whole(db: Database, tmp_path: Path) -> None:
@@ -118,12 +135,18 @@ def test_memory_cli(tmp_path: Path) -> None:
 def test_two_writers_of_one_id_get_one_success_and_one_conflict(db: Database) -> None:
     # as two server processes posting the same id: whoever loses the race gets a conflict
     for round_ in range(8):
-        item = StoredUtterance(f"race-{round_}", "ana", "same id, two writers", "c", "s")
+        item = Evidence(
+            id=f"race-{round_}",
+            speaker="ana",
+            text="same id, two writers",
+            conversation="c",
+            session="s",
+        )
         barrier = threading.Barrier(2)
         outcomes: list[str] = []
 
         def write(
-            item: StoredUtterance = item,
+            item: Evidence = item,
             barrier: threading.Barrier = barrier,
             outcomes: list[str] = outcomes,
         ) -> None:

@@ -107,7 +107,11 @@ def test_more_runs_another_pass_on_the_gate_questions_and_stops_at_three() -> No
 
 def test_evidence_comes_with_pages() -> None:
     evidence = EvidenceIndex()
-    evidence.add(Evidence("e1", "alice", "Rhea said the launch moves to Friday", "c"))
+    evidence.add(
+        Evidence(
+            id="e1", speaker="alice", text="Rhea said the launch moves to Friday", conversation="c"
+        )
+    )
     memory = MemoryRecall(load_workspace(WORKSPACE), evidence)
     result = memory.recall("When is the launch?")
     items = result.items(memory.workspace)

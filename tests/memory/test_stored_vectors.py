@@ -16,16 +16,31 @@ from heard.memory.recall import MemoryRecall
 from heard.memory.utterances import load_evidence
 from heard.memory.workspace import load_workspace, write_page
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance, store_utterances
+from heard.store.evidence import store_utterances
 from heard.store.models import EvidenceVector
 from heard.testing import HashingEmbedder
+from heard.utterance import Evidence
 from tests.workspace import WORKSPACE
 
 TURNS = [
-    StoredUtterance("d1", "Ana", "I adopted a puppy from the shelter last week.", "c"),
-    StoredUtterance("d2", "Ben", "We repainted the kitchen a pale green.", "c"),
-    StoredUtterance("d3", "Ana", "My sister is moving to Lisbon in March.", "c"),
-    StoredUtterance("d4", "Ben", "The quarterly budget review slipped to Friday.", "c"),
+    Evidence(
+        id="d1",
+        speaker="Ana",
+        text="I adopted a puppy from the shelter last week.",
+        conversation="c",
+    ),
+    Evidence(
+        id="d2", speaker="Ben", text="We repainted the kitchen a pale green.", conversation="c"
+    ),
+    Evidence(
+        id="d3", speaker="Ana", text="My sister is moving to Lisbon in March.", conversation="c"
+    ),
+    Evidence(
+        id="d4",
+        speaker="Ben",
+        text="The quarterly budget review slipped to Friday.",
+        conversation="c",
+    ),
 ]
 
 

@@ -55,7 +55,14 @@ def demo(
             database.dispose()
     memory = EvidenceIndex()
     for i, phrase in enumerate(doc.phrases):
-        memory.add(Evidence(f"{meeting_id[:8]}:{i}", phrase.participant, phrase.text, meeting_id))
+        memory.add(
+            Evidence(
+                id=f"{meeting_id[:8]}:{i}",
+                speaker=phrase.participant,
+                text=phrase.text,
+                conversation=meeting_id,
+            )
+        )
     for name in SAMPLE_LOGS:
         typer.echo(typer.style(f"\n== Live partials: {name}", bold=True))
         stabilizer = TranscriptStabilizer()

@@ -267,11 +267,11 @@ class Conversation:
             speculation.cancel()
         turn.task = None
         evidence = Evidence(
-            f"{self.conversation_id}:{turn.id}",
-            step.speaker,
-            text,
-            self.conversation_id,
-            self._wall_clock(),  # when it was said: recall favours it for a question naming the day
+            id=f"{self.conversation_id}:{turn.id}",
+            speaker=step.speaker,
+            text=text,
+            conversation=self.conversation_id,
+            t=self._wall_clock(),  # when it was said: recall favours it for questions naming days
             language=self.language,
         )
         self._remembering = asyncio.ensure_future(

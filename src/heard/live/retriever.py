@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 
 from heard.live.prepared import Retrieved
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.factory import remember
 from heard.memory.recall import MemoryRecall
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance
 
 __all__ = ["MemoryRetriever"]
 
@@ -62,7 +62,6 @@ class MemoryRetriever:
             self._remember(evidence)
 
     def _remember(self, evidence: Evidence) -> None:
-        e = evidence
-        utterance = StoredUtterance(e.id, e.speaker, e.text, e.conversation, self.session, e.t)
+        utterance = replace(evidence, session=self.session)
         remember(self.database, self.recall, [utterance], lock=self._lock, owner=self.owner,
                  source=f"conversation {self.session}")  # fmt: skip

@@ -26,7 +26,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date
 from itertools import pairwise
 
 import numpy as np
@@ -37,6 +37,7 @@ from heard.memory.dense import DenseIndex, Embedder
 from heard.memory.language import analyze, guess, primary
 from heard.memory.when import named_dates
 from heard.transcript.tokenize import tokenize
+from heard.utterance import Evidence
 
 __all__ = ["MAX_QUERY_CHARS", "Evidence", "EvidenceIndex", "Recalled", "embedded_text"]
 
@@ -78,19 +79,6 @@ the speaker's own: 0.798 all the same)."""
 COSINE_NEIGHBOUR_SHARE = 0.25
 """The cosine's share to neighbours (LoCoMo dev R@10: none 0.754, 0.15 0.757, 0.25 0.764,
 0.5 0.757)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    id: str
-    speaker: str
-    text: str
-    conversation: str = ""
-    t: datetime | None = None
-    session: str = ""
-    """The sitting it was said in, within its conversation ("": none)."""
-    language: str = ""
-    """ISO 639-1, as heard was told or detected it ("": read from the text)."""
 
 
 def embedded_text(evidence: Evidence) -> str:

@@ -18,11 +18,11 @@ from heard.llm.provider import Provider
 from heard.memory.dense import Embedder
 from heard.memory.evidence import EvidenceIndex
 from heard.memory.recall import MemoryRecall, RecallOptions
-from heard.memory.utterances import as_evidence, load_index, store_evidence
+from heard.memory.utterances import load_index, store_evidence
 from heard.memory.workspace import Workspace, load_workspace
 from heard.settings import Settings
 from heard.store.database import Database
-from heard.store.evidence import StoredUtterance
+from heard.utterance import Evidence
 
 __all__ = ["MemoryParts", "build_memory", "remember", "workspace_at"]
 
@@ -82,7 +82,7 @@ def build_memory(
 def remember(
     db: Database | None,
     memory: MemoryRecall,
-    items: Sequence[StoredUtterance],
+    items: Sequence[Evidence],
     *,
     lock: threading.Lock,
     owner: str = "",
@@ -95,5 +95,5 @@ def remember(
             store_evidence(db, items, memory.embedder, source=source, owner=owner) if db else None
         )
         if memory.evidence is not None:
-            memory.evidence.extend((as_evidence(u) for u in items), vectors)
+            memory.evidence.extend(items, vectors)
     return len(items)

@@ -6,9 +6,10 @@ only its query; evidence stored without a vector (before the dense scout was on,
 by another model) is encoded once, on the first load, and its vectors kept.
 
 The JSONL format (ARCHITECTURE.md): ``{"id": "D1:3", "speaker": "Caroline",
-"text": "...", "session": "s1", "t": "2023-05-08T13:56:00Z"}``; ``conversation``
-is optional. A line that is a partial (``"type": "partial"``) is refused: only
-finals are evidence.
+"text": "...", "session": "s1", "t": "2023-05-08T13:56:00Z"}``; ``conversation``,
+``language`` and ``"type": "final"`` are optional, and each line is checked as
+``POST /v1/memory/evidence`` checks an utterance (``heard.utterance.UtteranceIn``). A
+line that is a partial (``"type": "partial"``) is refused: only finals are evidence.
 """
 
 from __future__ import annotations
@@ -16,26 +17,23 @@ from __future__ import annotations
 import json
 from collections.abc import Container, Sequence
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from heard.errors import InputError
 from heard.memory.dense import Embedder
 from heard.memory.evidence import Evidence, EvidenceIndex, embedded_text
-from heard.storable import storable_time
 from heard.store.database import Database
 from heard.store.evidence import (
-    StoredUtterance,
     load_utterances,
     load_vectors,
     store_utterances,
     store_vectors,
 )
+from heard.utterance import UtteranceIn
 
 __all__ = [
-    "as_evidence",
     "ingest_file",
     "load_evidence",
     "load_index",
@@ -44,35 +42,12 @@ __all__ = [
 ]
 
 
-class _Utterance(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-    id: str = Field(min_length=1, max_length=200)
-    speaker: str = Field(min_length=1, max_length=200)
-    text: str = Field(min_length=1)
-    session: str = Field(default="", max_length=200)
-    conversation: str = Field(default="", max_length=200)
-    t: Annotated[AwareDatetime, AfterValidator(storable_time)] | None = Field(
-        default=None, strict=False
-    )
-
-
-def as_evidence(utterance: StoredUtterance) -> Evidence:
-    return Evidence(
-        utterance.id,
-        utterance.speaker,
-        utterance.text,
-        utterance.conversation,
-        utterance.t,
-        utterance.session,
-    )
-
-
-def read_utterances(path: str | Path) -> list[StoredUtterance]:
+def read_utterances(path: str | Path) -> list[Evidence]:
     """Validate a whole utterance file; one utterance per line."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
-    out: list[StoredUtterance] = []
+    out: list[Evidence] = []
     seen: set[str] = set()
     with p.open(encoding="utf-8", errors="strict") as f:
         try:
@@ -94,15 +69,14 @@ def read_utterances(path: str | Path) -> list[StoredUtterance]:
                 f"{where}: a {obj.get('type')!r} is not evidence; only finals are admissible"
             )
         try:
-            u = _Utterance.model_validate(obj)
+            u = UtteranceIn.model_validate(obj)
         except ValidationError as e:
             problems = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
             raise InputError(f"{where}: {problems}") from None
         if u.id in seen:
             raise InputError(f"{where}: id {u.id!r} appears twice in the file")
         seen.add(u.id)
-        conversation = u.conversation or u.session
-        out.append(StoredUtterance(u.id, u.speaker, u.text, conversation, u.session, u.t))
+        out.append(u.evidence())
     if not out:
         raise InputError(f"{p}: no utterances (the file is empty)")
     return out
@@ -110,7 +84,7 @@ def read_utterances(path: str | Path) -> list[StoredUtterance]:
 
 def store_evidence(
     db: Database,
-    items: Sequence[StoredUtterance],
+    items: Sequence[Evidence],
     embedder: Embedder | None = None,
     *,
     source: str = "evidence",
@@ -121,7 +95,7 @@ def store_evidence(
     if embedder is None:
         store_utterances(db, items, source=source, owner=owner)
         return None
-    vectors = embedder.embed([embedded_text(as_evidence(u)) for u in items])
+    vectors = embedder.embed([embedded_text(u) for u in items])
     store_utterances(
         db, items, source=source, owner=owner, model=embedder.name,
         vectors=[row.tobytes() for row in vectors],
@@ -147,7 +121,7 @@ def load_evidence(
 ) -> tuple[list[Evidence], np.ndarray | None]:
     """``owner``'s evidence in the order stored (less the ids in ``skip``) and, with an
     embedder, its vectors: the stored ones, the missing ones made now and kept."""
-    evidence = [as_evidence(u) for u in load_utterances(db, owner=owner) if u.id not in skip]
+    evidence = [u for u in load_utterances(db, owner=owner) if u.id not in skip]
     if embedder is None:
         return evidence, None
     width = 4 * embedder.dim

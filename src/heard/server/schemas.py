@@ -10,9 +10,10 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from heard.storable import storable, storable_time
+from heard.storable import storable
+from heard.utterance import Timestamp, UtteranceIn
 
 __all__ = [
     "SLUG",
@@ -32,6 +33,7 @@ __all__ = [
     "Text",
     "TrackOut",
     "UserOut",
+    "UtteranceIn",
 ]
 
 
@@ -44,21 +46,10 @@ Text = Annotated[str, AfterValidator(storable)]
 """A string heard stores or writes: every string field of a request is one."""
 
 
-def _iso_text(value: object) -> object:
-    if not isinstance(value, str):
-        raise ValueError("expected an ISO 8601 date-time string with a time zone")
-    return value
-
-
 def _not_bool(value: object) -> object:
     if isinstance(value, bool):
         raise ValueError("expected a number, not true or false")
     return value
-
-
-Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(storable_time)]
-"""A date-time as JSON carries it: a string (a bare number is not taken as Unix time); kept
-in UTC."""
 
 
 def _language(value: str | None) -> str | None:
@@ -127,15 +118,6 @@ class RunOut(BaseModel):
     started: bool
     queued_tasks: int = 0
     """With workers: the tasks sent (one per unfinished track, or the timeline build)."""
-
-
-class UtteranceIn(_Strict):
-    id: Text = Field(min_length=1, max_length=200)
-    speaker: Text = Field(min_length=1, max_length=200)
-    text: Text = Field(min_length=1, max_length=20_000)
-    session: Text = Field(default="", max_length=200)
-    conversation: Text = Field(default="", max_length=200)
-    t: Timestamp | None = None
 
 
 class EvidenceIn(_Strict):

@@ -12,13 +12,12 @@ from pathlib import Path
 
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import WhisperOptions
-from heard.memory.evidence import EvidenceIndex
+from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
 from heard.memory.utterances import load_evidence
 from heard.store.database import Database
 from heard.store.evidence import (
-    StoredUtterance,
     memory_changed,
     memory_version,
 )
@@ -127,7 +126,7 @@ class Memories:
         if version == memory.version + 1:
             memory.version = version
 
-    def store(self, owner: str, items: list[StoredUtterance]) -> int:
+    def store(self, owner: str, items: list[Evidence]) -> int:
         memory = self.of(owner)
         count = remember(self.db, memory.recall, items, lock=memory.lock, owner=owner)
         self._caught_up(memory, memory_version(self.db, owner))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -13,9 +11,9 @@ from sqlalchemy.orm import Session
 from heard.errors import ConflictError, InputError
 from heard.store.database import Database
 from heard.store.models import EvidenceRow, EvidenceVector, MemoryVersion
+from heard.utterance import Evidence
 
 __all__ = [
-    "StoredUtterance",
     "load_utterances",
     "load_vectors",
     "memory_changed",
@@ -25,22 +23,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredUtterance:
-    """A final utterance kept as evidence (the memory JSONL format of ARCHITECTURE.md)."""
-
-    id: str
-    speaker: str
-    text: str
-    conversation: str = ""
-    """Which conversation it belongs to (its session when none is given)."""
-    session: str = ""
-    t: datetime | None = None
-
-
 def store_utterances(
     db: Database,
-    items: Sequence[StoredUtterance],
+    items: Sequence[Evidence],
     *,
     source: str = "evidence",
     owner: str = "",
@@ -64,7 +49,7 @@ def store_utterances(
 
 def _insert(
     db: Database,
-    items: Sequence[StoredUtterance],
+    items: Sequence[Evidence],
     *,
     source: str,
     owner: str,
@@ -82,7 +67,8 @@ def _insert(
             raise ConflictError(f"{source}: ids already in memory: {', '.join(sorted(taken)[:5])}")
         rows = [
             EvidenceRow(owner=owner, ext_id=u.id, speaker=u.speaker, text=u.text,
-                        conversation=u.conversation, session=u.session, t=u.t)
+                        conversation=u.conversation, session=u.session, t=u.t,
+                        language=u.language)
             for u in items
         ]  # fmt: skip
         s.add_all(rows)
@@ -127,14 +113,22 @@ def memory_version(db: Database, owner: str = "") -> int:
         return s.scalar(select(MemoryVersion.version).where(MemoryVersion.owner == owner)) or 0
 
 
-def load_utterances(db: Database, *, owner: str = "") -> list[StoredUtterance]:
+def load_utterances(db: Database, *, owner: str = "") -> list[Evidence]:
     """Every utterance ``owner`` stored, in the order they were stored."""
     with db.session() as s:
         rows = s.scalars(
             select(EvidenceRow).where(EvidenceRow.owner == owner).order_by(EvidenceRow.seq)
         )
         return [
-            StoredUtterance(r.ext_id, r.speaker, r.text, r.conversation, r.session, r.t)
+            Evidence(
+                id=r.ext_id,
+                speaker=r.speaker,
+                text=r.text,
+                conversation=r.conversation,
+                session=r.session,
+                t=r.t,
+                language=r.language,
+            )
             for r in rows
         ]
 

@@ -216,6 +216,8 @@ class EvidenceRow(Base):
     conversation: Mapped[str] = mapped_column(String(200), default="")
     session: Mapped[str] = mapped_column(String(200), default="")
     t: Mapped[datetime | None]
+    language: Mapped[str] = mapped_column(String(16), default="", server_default="")
+    """ISO 639-1, as heard was told it ("": read from the text)."""
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
 
 

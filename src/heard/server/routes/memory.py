@@ -22,7 +22,6 @@ from heard.server.schemas import (
     RecallIn,
     StoredOut,
 )
-from heard.store.evidence import StoredUtterance
 from heard.transcript.tokenize import tokenize
 
 __all__ = ["router"]
@@ -40,10 +39,7 @@ Slug = Annotated[str, FastAPIPath(pattern=SLUG)]
 )
 def ingest(body: EvidenceIn, user: Caller, memories: UserMemories) -> StoredOut:
     """Store final utterances as evidence: all of them, or none."""
-    items = [
-        StoredUtterance(u.id, u.speaker, u.text, u.conversation or u.session, u.session, u.t)
-        for u in body.utterances
-    ]
+    items = [u.evidence() for u in body.utterances]
     return StoredOut(stored=memories.store(user.owner, items))
 
 
