@@ -8,11 +8,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import event, func, select, update
+from sqlalchemy import delete, event, func, select, update
 from sqlalchemy.orm import ORMExecuteState, Session
 
 from heard.errors import AudioError, NotFoundError
-from heard.pipeline import PipelineOptions, PipelineOutcome, run_pipeline
+from heard.pipeline import PipelineOptions, PipelineOutcome, jobs, run_pipeline
 from heard.pipeline.steps import claim_track, recover_stuck
 from heard.speech import Segment
 from heard.store.database import Database
@@ -302,3 +302,47 @@ def test_only_one_claim_wins(db: Database) -> None:
     assert first is not None
     assert first.attempts == 1
     assert second is None
+
+
+def test_an_export_reads_the_meeting_in_one_transaction(db: Database) -> None:
+    mid = new_meeting(db)
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber(SEGMENTS))
+    begun: list[object] = []
+
+    def count(connection: object) -> None:
+        begun.append(connection)
+
+    event.listen(db.engine, "begin", count)
+    try:
+        doc = jobs.document(db, mid, finished=True)
+    finally:
+        event.remove(db.engine, "begin", count)
+    assert len(begun) == 1
+    assert [(p.participant, p.text) for p in doc.phrases] == [
+        (who, text) for who, _, _, text in expected_phrases()
+    ]
+
+
+@pytest.mark.parametrize(
+    "db", [pytest.param("postgresql", marks=pytest.mark.services)], indirect=True
+)
+def test_a_rebuild_committed_mid_export_is_not_half_seen(db: Database) -> None:
+    """PostgreSQL reads each statement afresh unless told otherwise: the export must not see
+    the meeting from before a rebuild and its phrases from after it."""
+    mid = new_meeting(db)
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber(SEGMENTS))
+    statements: list[object] = []
+
+    def meanwhile(state: ORMExecuteState) -> None:
+        statements.append(state.statement)
+        if len(statements) == 2:  # the meeting was read: its phrases are dropped meanwhile
+            with db.session() as s:
+                s.execute(delete(Phrase).where(Phrase.meeting_id == mid))
+
+    event.listen(Session, "do_orm_execute", meanwhile)
+    try:
+        doc = jobs.document(db, mid)
+    finally:
+        event.remove(Session, "do_orm_execute", meanwhile)
+    assert len(doc.phrases) == 3
+    assert stored(db, mid) == []

@@ -30,9 +30,10 @@ def demo(
     A three-person meeting transcribed with faster-whisper onto one timeline, live partials
     stabilized as they arrive, and a question recalled from the meeting's memory.
     """
-    from heard.cli.meeting_jobs import document, transcribe_meeting
+    from heard.cli.meeting_jobs import transcribe_meeting
     from heard.cli.transcript import show_replay
     from heard.memory.evidence import Evidence, EvidenceIndex
+    from heard.pipeline.jobs import document
     from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
     from heard.store.database import Database
     from heard.store.meetings import TrackSpec
@@ -49,7 +50,7 @@ def demo(
         database = Database(db or f"sqlite:///{Path(tmp) / 'demo.db'}")
         try:
             meeting_id = transcribe_meeting(specs, title=meeting.title, db=database)
-            doc = document(database, meeting_id)
+            doc = document(database, meeting_id, finished=True)
             typer.echo(render(doc, "txt"), nl=False)
         finally:
             database.dispose()

@@ -13,23 +13,13 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from heard.asr.audio import probe_audio
 from heard.errors import InputError, NotFoundError
-from heard.pipeline import PipelineOutcome, TrackProgress, run_pipeline
-from heard.pipeline.status import track_label
+from heard.pipeline import PipelineOutcome, TrackProgress, jobs, run_pipeline
 from heard.pipeline.steps import ClaimedTrack
 from heard.settings import database_url
 from heard.store.database import Database, safe_url
-from heard.store.meetings import (
-    MeetingSummary,
-    TrackSpec,
-    create_meeting,
-    get_meeting,
-    track_states,
-    transcript_document,
-)
-from heard.store.models import MeetingStatus, TrackStatus
-from heard.timeline.formats import TranscriptDoc
+from heard.store.meetings import TrackSpec, get_meeting, track_states
+from heard.store.models import TrackStatus
 
 if TYPE_CHECKING:
     from heard.asr.transcriber import Transcriber
@@ -60,28 +50,6 @@ def queue_database(url: str | None) -> Database:
     return Database(workers)
 
 
-def require_finished(db: Database, meeting: MeetingSummary) -> None:
-    """Refuse to write the transcript of a meeting whose phrases are not built, naming why."""
-    if meeting.status is not MeetingStatus.PENDING:
-        return
-    tracks = track_states(db, meeting.id)
-    states = ", ".join(f"{t.participant} {track_label(t)}" for t in tracks)
-    short = str(meeting.id)[:8]
-    hint = (
-        f"; `heard transcribe --resume {short}` finishes it"
-        if any(track_label(t) in ("interrupted", "pending") for t in tracks)
-        else ""
-    )
-    raise InputError(f"meeting {short} is not finished ({states}){hint}")
-
-
-def document(db: Database, meeting_id: str, *, finished: bool = True) -> TranscriptDoc:
-    """The stored transcript; with ``finished``, refused while the phrases are not built."""
-    if finished:
-        require_finished(db, get_meeting(db, meeting_id))
-    return transcript_document(db, meeting_id)
-
-
 class _Bars(TrackProgress):
     """One progress bar per track, in seconds of audio."""
 
@@ -107,12 +75,8 @@ def store_meeting(
     tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime | None = None
 ) -> str:
     """Check every file, then store the meeting with its tracks pending; the meeting id."""
-    for spec in tracks:
-        info = probe_audio(spec.location)
-        if spec.channel is not None and info.channels < 2:
-            raise InputError(f"{spec.location}: has {info.channels} channel, cannot take #right")
     db.migrate()
-    return str(create_meeting(db, title=title, tracks=tracks, started_at=started_at))
+    return str(jobs.submit(db, tracks, title=title, started_at=started_at))
 
 
 def recognizer(whisper: WhisperOptions, languages: Iterable[str | None]) -> Transcriber:
@@ -194,15 +158,6 @@ def enqueue(tracks: list[TrackSpec], *, title: str, db: Database, started_at: da
 
     Nothing is stored when a file or the broker is bad.
     """
-    from heard.pipeline.celery_app import check_broker, enqueue_meeting
-
-    for spec in tracks:
-        probe_audio(spec.location)
-    check_broker()
     db.migrate()
-    meeting_id = create_meeting(
-        db, title=title or f"Meeting {started_at:%Y-%m-%d %H:%M}", tracks=tracks,
-        started_at=started_at,
-    )  # fmt: skip
-    enqueue_meeting(db, meeting_id)
-    return str(meeting_id)
+    title = title or f"Meeting {started_at:%Y-%m-%d %H:%M}"
+    return str(jobs.submit(db, tracks, title=title, started_at=started_at, workers=True))

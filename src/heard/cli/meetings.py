@@ -152,13 +152,13 @@ def transcribe(
     bob=b.wav (bob's language is detected)
     """
     from heard.cli.meeting_jobs import (
-        document,
         enqueue,
         open_store,
         queue_database,
         transcribe_meeting,
         transcribe_stored,
     )
+    from heard.pipeline.jobs import document
     from heard.settings import database_url
     from heard.store.database import Database
     from heard.timeline.formats import render
@@ -179,7 +179,7 @@ def transcribe(
             )
         database = open_store(db, resume)
         meeting_id = transcribe_stored(database, resume, whisper=whisper)
-        write_output(render(document(database, meeting_id), fmt), output)
+        write_output(render(document(database, meeting_id, finished=True), fmt), output)
         return
     if not tracks:
         raise InputError("give one NAME=FILE per participant, or --resume MEETING_ID")
@@ -193,7 +193,7 @@ def transcribe(
         specs, title=title or f"Meeting {started:%Y-%m-%d %H:%M}", db=database, whisper=whisper,
         started_at=started,
     )  # fmt: skip
-    write_output(render(document(database, meeting_id), fmt), output)
+    write_output(render(document(database, meeting_id, finished=True), fmt), output)
 
 
 @app.command()
@@ -225,12 +225,15 @@ def export(
     output: OutputOption = None,
 ) -> None:
     """Write a stored meeting's transcript in any format."""
-    from heard.cli.meeting_jobs import document, open_store
+    from heard.cli.meeting_jobs import open_store
+    from heard.pipeline.jobs import document
     from heard.timeline.formats import render
 
     FORMATS[fmt]
     check_output(output)
-    write_output(render(document(open_store(db, meeting_id), meeting_id), fmt), output)
+    write_output(
+        render(document(open_store(db, meeting_id), meeting_id, finished=True), fmt), output
+    )
 
 
 @app.command()
@@ -274,24 +277,21 @@ def status(
     asked for and not transcribed yet.
     """
     from heard.cli.meeting_jobs import open_store
-    from heard.pipeline.status import meeting_label, track_label
-    from heard.store.meetings import get_meeting, track_states
+    from heard.pipeline.jobs import INTERRUPTED, track_label, view
 
-    database = open_store(db, meeting_id)
-    meeting = get_meeting(database, meeting_id)
-    tracks = track_states(database, meeting.id)
-    labels = [track_label(t) for t in tracks]
-    interrupted = "interrupted" in labels
-    typer.echo(f"{meeting.id}  {meeting_label(meeting, tracks)}  {meeting.title}")
-    for t, label in zip(tracks, labels, strict=True):
+    stands = view(open_store(db, meeting_id), meeting_id)
+    meeting = stands.meeting
+    labels = [track_label(t) for t in stands.tracks]
+    typer.echo(f"{meeting.id}  {stands.status}  {meeting.title}")
+    for t, label in zip(stands.tracks, labels, strict=True):
         channel = "" if t.channel is None else f"#{'left' if t.channel == 0 else 'right'}"
         error = f"  ({t.last_error})" if t.last_error else ""
-        if label == "interrupted":
+        if label == INTERRUPTED:
             error = f"  (its process {t.claimed_by} is gone){error}"
         spoken = f"  {t.language_label}" if t.language_label else ""
         typer.echo(
             f"  {t.participant:<16} {label:<12} attempts {t.attempts}  "
             f"@{t.offset_s:g}s{spoken}  {t.location}{channel}{error}"
         )
-    if interrupted:
+    if INTERRUPTED in labels:
         typer.echo(f"`heard transcribe --resume {str(meeting.id)[:8]}` finishes it")

@@ -109,5 +109,17 @@ class Database:
         with self.reachable(), self._sessions() as session, session.begin():
             yield session
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """A session for reading whose statements all see the database at one moment:
+        PostgreSQL's REPEATABLE READ; on SQLite, a transaction begun before the first read
+        (its driver would otherwise read outside any). Nothing is written in it."""
+        with self.reachable(), self._sessions() as session, session.begin():
+            if self.engine.dialect.name == "postgresql":
+                session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            elif self.engine.dialect.name == "sqlite":
+                session.connection().exec_driver_sql("BEGIN")
+            yield session
+
     def dispose(self) -> None:
         self.engine.dispose()

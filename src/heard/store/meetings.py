@@ -28,6 +28,7 @@ from heard.store.models import (
 from heard.timeline.formats import SpokenLanguage, TimedPhrase, TranscriptDoc
 
 __all__ = [
+    "MeetingRecord",
     "MeetingSummary",
     "TrackSpec",
     "TrackState",
@@ -36,9 +37,10 @@ __all__ = [
     "get_meeting",
     "list_meetings",
     "meeting_phrases",
+    "meeting_record",
+    "meeting_state",
     "resolve_meeting_id",
     "track_states",
-    "transcript_document",
 ]
 
 
@@ -229,79 +231,109 @@ def track_states(
     db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
 ) -> list[TrackState]:
     with db.session() as s:
-        mid = resolve_meeting_id(s, meeting_id, owner)
-        rows = s.execute(
-            select(AudioTrack, Participant.name)
-            .join(Participant, AudioTrack.participant_id == Participant.id)
-            .where(AudioTrack.meeting_id == mid)
-            .order_by(Participant.name, AudioTrack.id)
-        ).all()
-        return [
-            TrackState(
-                t.id,
-                name,
-                t.location,
-                t.channel,
-                t.offset_s,
-                t.status,
-                t.attempts,
-                t.last_error,
-                t.updated_at,
-                t.claimed_by,
-                t.language_asked,
-                t.language,
-                t.language_probability,
-            )
-            for t, name in rows
-        ]
+        return _track_states(s, resolve_meeting_id(s, meeting_id, owner))
+
+
+def meeting_state(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> tuple[MeetingSummary, list[TrackState]]:
+    """The meeting and its tracks, as one moment saw them."""
+    with db.snapshot() as s:
+        meeting = s.get_one(Meeting, resolve_meeting_id(s, meeting_id, owner))
+        return _summary(s, meeting), _track_states(s, meeting.id)
+
+
+def _track_states(s: Session, mid: uuid.UUID) -> list[TrackState]:
+    rows = s.execute(
+        select(AudioTrack, Participant.name)
+        .join(Participant, AudioTrack.participant_id == Participant.id)
+        .where(AudioTrack.meeting_id == mid)
+        .order_by(Participant.name, AudioTrack.id)
+    ).all()
+    return [
+        TrackState(
+            t.id,
+            name,
+            t.location,
+            t.channel,
+            t.offset_s,
+            t.status,
+            t.attempts,
+            t.last_error,
+            t.updated_at,
+            t.claimed_by,
+            t.language_asked,
+            t.language,
+            t.language_probability,
+        )
+        for t, name in rows
+    ]
 
 
 def meeting_phrases(
     db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
 ) -> list[TimedPhrase]:
     """The meeting's phrases in timeline order."""
-    with db.session() as s:
-        mid = resolve_meeting_id(s, meeting_id, owner)
-        meeting = s.get_one(Meeting, mid)
-        rows = s.execute(
-            select(Phrase, Participant.name)
-            .join(Participant, Phrase.participant_id == Participant.id)
-            .where(Phrase.meeting_id == mid)
-            .order_by(Phrase.position)
-        ).all()
-        languages: dict[uuid.UUID, str | None] = {
-            pid: language
-            for pid, language in s.execute(
-                select(AudioTrack.participant_id, AudioTrack.language).where(
-                    AudioTrack.meeting_id == mid
-                )
-            )
-        }
-        t0 = meeting.started_at
-        return [
-            TimedPhrase(
-                name,
-                (p.start_at - t0).total_seconds(),
-                (p.end_at - t0).total_seconds(),
-                p.text,
-                p.start_at,
-                p.end_at,
-                languages.get(p.participant_id),
-            )
-            for p, name in rows
-        ]
+    with db.snapshot() as s:
+        return _phrases(s, s.get_one(Meeting, resolve_meeting_id(s, meeting_id, owner)))
 
 
-def transcript_document(
-    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
-) -> TranscriptDoc:
-    """The meeting's transcript, ready for any format: what the CLI, the server and every
-    export write."""
-    meeting = get_meeting(db, meeting_id, owner)
-    phrases = meeting_phrases(db, meeting.id, owner)
-    languages = {
-        t.participant: SpokenLanguage(t.language, t.language_probability)
-        for t in track_states(db, meeting.id, owner)
-        if t.language is not None
+def _phrases(s: Session, meeting: Meeting) -> list[TimedPhrase]:
+    rows = s.execute(
+        select(Phrase, Participant.name)
+        .join(Participant, Phrase.participant_id == Participant.id)
+        .where(Phrase.meeting_id == meeting.id)
+        .order_by(Phrase.position)
+    ).all()
+    languages: dict[uuid.UUID, str | None] = {
+        pid: language
+        for pid, language in s.execute(
+            select(AudioTrack.participant_id, AudioTrack.language).where(
+                AudioTrack.meeting_id == meeting.id
+            )
+        )
     }
-    return TranscriptDoc(phrases, meeting.title, meeting.started_at, str(meeting.id), languages)
+    t0 = meeting.started_at
+    return [
+        TimedPhrase(
+            name,
+            (p.start_at - t0).total_seconds(),
+            (p.end_at - t0).total_seconds(),
+            p.text,
+            p.start_at,
+            p.end_at,
+            languages.get(p.participant_id),
+        )
+        for p, name in rows
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingRecord:
+    """Everything stored of one meeting, read in one transaction: what an export writes."""
+
+    meeting: MeetingSummary
+    tracks: list[TrackState]
+    phrases: list[TimedPhrase]
+
+    def document(self) -> TranscriptDoc:
+        """The transcript, ready for any format."""
+        m = self.meeting
+        languages = {
+            t.participant: SpokenLanguage(t.language, t.language_probability)
+            for t in self.tracks
+            if t.language is not None
+        }
+        return TranscriptDoc(self.phrases, m.title, m.started_at, str(m.id), languages)
+
+
+def meeting_record(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> MeetingRecord:
+    """The meeting, its tracks and its phrases as one moment saw them (no upload or rebuild
+    half-seen)."""
+    with db.snapshot() as s:
+        meeting = s.get_one(Meeting, resolve_meeting_id(s, meeting_id, owner))
+        return MeetingRecord(
+            _summary(s, meeting), _track_states(s, meeting.id), _phrases(s, meeting)
+        )

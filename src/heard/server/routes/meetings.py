@@ -12,8 +12,8 @@ from fastapi import Path as FastAPIPath
 
 from heard.asr.audio import probe_audio
 from heard.errors import ConflictError, InputError
+from heard.pipeline import jobs
 from heard.pipeline.run import run_pipeline
-from heard.pipeline.status import meeting_label, track_label
 from heard.server.deps import Caller, Settings
 from heard.server.errors import BAD, NOT_FOUND
 from heard.server.schemas import (
@@ -29,12 +29,10 @@ from heard.store.database import Database
 from heard.store.meetings import (
     MeetingSummary,
     TrackSpec,
-    create_meeting,
     get_meeting,
     list_meetings,
     meeting_phrases,
     track_states,
-    transcript_document,
 )
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.tracks import track_of, upload_track
@@ -71,12 +69,11 @@ def _summary_out(
 
 
 def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
-    m = get_meeting(db, meeting_id, owner)
-    states = track_states(db, m.id, owner)
+    stands = jobs.view(db, meeting_id, owner)
     tracks = [
         TrackOut(
             participant=t.participant,
-            status=track_label(t),
+            status=jobs.track_label(t),
             attempts=t.attempts,
             offset_s=t.offset_s,
             last_error=t.last_error,
@@ -84,9 +81,9 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
             language_probability=t.language_probability,
             language_asked=t.language_asked,
         )
-        for t in states
+        for t in stands.tracks
     ]
-    return _summary_out(m, tracks, meeting_label(m, states))
+    return _summary_out(stands.meeting, tracks, stands.status)
 
 
 @router.post("", status_code=201, response_model=MeetingOut, responses=BAD)
@@ -96,8 +93,8 @@ def create(body: MeetingIn, user: Caller, settings: Settings) -> MeetingOut:
         TrackSpec(p.name, "", p.offset_s, None, TrackStatus.RECORDING, p.language)
         for p in body.participants
     ]
-    meeting_id = create_meeting(
-        settings.db, title=body.title, tracks=specs, started_at=body.started_at, owner=user.owner
+    meeting_id = jobs.submit(
+        settings.db, specs, title=body.title, started_at=body.started_at, owner=user.owner
     )
     return _meeting_out(settings.db, meeting_id, user.owner)
 
@@ -114,7 +111,7 @@ def _listed_status(db: Database, m: MeetingSummary, owner: str) -> str:
     """A pending meeting's tracks tell whether it is interrupted; a finished one's need not."""
     if m.status is not MeetingStatus.PENDING:
         return str(m.status)
-    return meeting_label(m, track_states(db, m.id, owner))
+    return jobs.meeting_label(m, track_states(db, m.id, owner))
 
 
 @router.get("/{meeting_id}", response_model=MeetingOut, responses=NOT_FOUND)
@@ -197,10 +194,7 @@ def run(
     db = settings.db
     get_meeting(db, meeting_id, user.owner)
     if settings.queue:
-        from heard.pipeline.celery_app import check_broker, enqueue_meeting
-
-        check_broker()
-        sent = enqueue_meeting(db, meeting_id)
+        sent = jobs.enqueue(db, meeting_id)
         return RunOut(id=meeting_id, started=True, queued_tasks=sent)
     if settings.transcriber is not None:
         background.add_task(run_pipeline, meeting_id, db=db, transcriber=settings.transcriber)
@@ -238,5 +232,5 @@ def export(
     settings: Settings,
     format: Annotated[Literal["json", "srt", "vtt", "md", "txt"], Query()] = "txt",
 ) -> Response:
-    doc = transcript_document(settings.db, meeting_id, user.owner)
+    doc = jobs.document(settings.db, meeting_id, user.owner)
     return Response(render(doc, format), media_type=MEDIA_TYPES[format])

@@ -1,0 +1,143 @@
+"""The meeting job, one home for every front end: submit, enqueue, how it stands, its document.
+
+``heard transcribe`` (in this process or ``--queue``), ``heard status`` and ``heard export``,
+and the server's meeting routes all go through here; ``run_pipeline`` (``pipeline.run``) does
+the work and finishes an interrupted run. The store keeps what was last written
+(``transcribing``, ``pending``); a track whose process died mid-run (killed, crashed, the
+server restarted) still reads ``transcribing`` there. It is shown as ``interrupted`` when its
+holder, a process of this host, no longer runs, and so is its meeting: ``heard transcribe
+--resume`` or ``POST /v1/meetings/{id}/run`` finishes it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from heard.asr.audio import probe_audio
+from heard.errors import InputError
+from heard.store.database import Database
+from heard.store.holder import holder_is_gone
+from heard.store.meetings import (
+    MeetingSummary,
+    TrackSpec,
+    TrackState,
+    create_meeting,
+    meeting_record,
+    meeting_state,
+)
+from heard.store.models import MeetingStatus, TrackStatus
+from heard.timeline.formats import TranscriptDoc
+
+__all__ = [
+    "INTERRUPTED",
+    "MeetingView",
+    "check_files",
+    "document",
+    "enqueue",
+    "meeting_label",
+    "submit",
+    "track_label",
+    "view",
+]
+
+INTERRUPTED = "interrupted"
+
+
+def track_label(track: TrackState) -> str:
+    """``track``'s status, ``interrupted`` when the process transcribing it is gone."""
+    if track.status is TrackStatus.TRANSCRIBING and holder_is_gone(track.claimed_by):
+        return INTERRUPTED
+    return str(track.status)
+
+
+def meeting_label(meeting: MeetingSummary, tracks: Sequence[TrackState]) -> str:
+    """``meeting``'s status, ``interrupted`` when one of its tracks is."""
+    if any(track_label(t) == INTERRUPTED for t in tracks):
+        return INTERRUPTED
+    return str(meeting.status)
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingView:
+    """A meeting as people are shown it: its tracks and the status both tell."""
+
+    meeting: MeetingSummary
+    tracks: list[TrackState]
+
+    @property
+    def status(self) -> str:
+        return meeting_label(self.meeting, self.tracks)
+
+    def require_finished(self) -> None:
+        """Refuse to write the transcript of a meeting whose phrases are not built, naming why."""
+        if self.meeting.status is not MeetingStatus.PENDING:
+            return
+        states = ", ".join(f"{t.participant} {track_label(t)}" for t in self.tracks)
+        short = str(self.meeting.id)[:8]
+        hint = (
+            f"; `heard transcribe --resume {short}` finishes it"
+            if any(track_label(t) in (INTERRUPTED, "pending") for t in self.tracks)
+            else ""
+        )
+        raise InputError(f"meeting {short} is not finished ({states}){hint}")
+
+
+def view(db: Database, meeting_id: uuid.UUID | str, owner: str | None = None) -> MeetingView:
+    """How the meeting stands (``NotFoundError`` if ``owner`` has none by that id)."""
+    return MeetingView(*meeting_state(db, meeting_id, owner))
+
+
+def document(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None, *, finished: bool = False
+) -> TranscriptDoc:
+    """The stored transcript, read in one transaction; with ``finished``, refused while the
+    phrases are not built."""
+    record = meeting_record(db, meeting_id, owner)
+    if finished:
+        MeetingView(record.meeting, record.tracks).require_finished()
+    return record.document()
+
+
+def check_files(tracks: Sequence[TrackSpec]) -> None:
+    """Every track's file decodes and has the channel it names (``InputError`` naming it)."""
+    for spec in tracks:
+        info = probe_audio(spec.location)
+        if spec.channel is not None and info.channels < 2:
+            raise InputError(f"{spec.location}: has {info.channels} channel, cannot take #right")
+
+
+def submit(
+    db: Database,
+    tracks: Sequence[TrackSpec],
+    *,
+    title: str,
+    started_at: datetime | None = None,
+    owner: str = "",
+    workers: bool = False,
+) -> uuid.UUID:
+    """Check the tracks' files (those that have one), then store the meeting with its tracks
+    pending (or recording, for uploads to come); its id. With ``workers``, the broker is
+    checked first and the meeting's work sent to the Celery workers once stored. Nothing is
+    stored on a bad file or an unreachable broker."""
+    check_files([t for t in tracks if t.location])
+    if workers:
+        from heard.pipeline.celery_app import check_broker
+
+        check_broker()
+    meeting_id = create_meeting(db, title=title, tracks=tracks, started_at=started_at, owner=owner)
+    if workers:
+        enqueue(db, meeting_id)
+    return meeting_id
+
+
+def enqueue(db: Database, meeting_id: uuid.UUID) -> int:
+    """Send the meeting's work to the Celery workers (the broker checked first); the tasks
+    sent. The workers must open ``db``: the CLI and the server refuse a ``--queue`` with a
+    database they do not use."""
+    from heard.pipeline.celery_app import check_broker, enqueue_meeting
+
+    check_broker()
+    return enqueue_meeting(db, meeting_id)
