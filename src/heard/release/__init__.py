@@ -1,66 +1,13 @@
-"""Caption release: when stable text goes out for display and translation."""
+"""Caption release: when stable text goes out for display and translation.
 
-from heard.release.captions import TICK_MS, Captions
-from heard.release.policy import (
-    BARE_FINAL_WORDS,
-    COMMA_UNIT_WORDS,
-    DE_ESCALATE_CLAUSE_ENDS,
-    ESCALATE_AFTER_MS,
-    ESCALATE_AFTER_WORDS,
-    ESCALATE_BEFORE_ANY_MARK_MS,
-    ESCALATED_DWELL_MS,
-    LIVE_DWELL_MS,
-    MIN_UNIT_WORDS,
-    PAUSE_MS,
-    ends_clause,
-    punctuated,
-)
-from heard.release.tracker import (
-    RELEASE_MODES,
-    SELECTABLE_MODES,
-    ModeChange,
-    ReleaseConfig,
-    ReleaseMode,
-    ReleaseReason,
-    ReleaseTracker,
-    ReleaseUnit,
-)
-from heard.release.translation import (
-    ArgosTranslator,
-    IdentityTranslator,
-    LLMTranslator,
-    TranslatedUnit,
-    TranslationQueue,
-    Translator,
-)
+The package's names are its modules' own (each module's ``__all__``): the release policy's
+constants and rules, the tracker and its modes, the captions stage, the translators.
+"""
 
-__all__ = [
-    "BARE_FINAL_WORDS",
-    "COMMA_UNIT_WORDS",
-    "DE_ESCALATE_CLAUSE_ENDS",
-    "ESCALATED_DWELL_MS",
-    "ESCALATE_AFTER_MS",
-    "ESCALATE_AFTER_WORDS",
-    "ESCALATE_BEFORE_ANY_MARK_MS",
-    "LIVE_DWELL_MS",
-    "MIN_UNIT_WORDS",
-    "PAUSE_MS",
-    "RELEASE_MODES",
-    "SELECTABLE_MODES",
-    "TICK_MS",
-    "ArgosTranslator",
-    "Captions",
-    "IdentityTranslator",
-    "LLMTranslator",
-    "ModeChange",
-    "ReleaseConfig",
-    "ReleaseMode",
-    "ReleaseReason",
-    "ReleaseTracker",
-    "ReleaseUnit",
-    "TranslatedUnit",
-    "TranslationQueue",
-    "Translator",
-    "ends_clause",
-    "punctuated",
-]
+from heard.release import captions, policy, tracker, translation
+from heard.release.captions import *  # noqa: F403
+from heard.release.policy import *  # noqa: F403
+from heard.release.tracker import *  # noqa: F403
+from heard.release.translation import *  # noqa: F403
+
+__all__ = [*captions.__all__, *policy.__all__, *tracker.__all__, *translation.__all__]

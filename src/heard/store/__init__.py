@@ -1,21 +1,7 @@
-"""The SQL store: meetings, participants, audio tracks and phrases (SQLAlchemy + Alembic)."""
+"""The SQL store: meetings, participants, audio tracks, phrases and evidence (SQLAlchemy +
+Alembic). Its modules are imported by name (``heard.store.meetings``, ``heard.store.models``)."""
 
 from heard.store.database import Database
-from heard.store.models import (
-    AudioTrack,
-    Meeting,
-    MeetingStatus,
-    Participant,
-    Phrase,
-    TrackStatus,
-)
+from heard.store.models import MeetingStatus, TrackStatus
 
-__all__ = [
-    "AudioTrack",
-    "Database",
-    "Meeting",
-    "MeetingStatus",
-    "Participant",
-    "Phrase",
-    "TrackStatus",
-]
+__all__ = ["Database", "MeetingStatus", "TrackStatus"]
