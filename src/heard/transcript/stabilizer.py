@@ -139,45 +139,37 @@ class TranscriptStabilizer:
         return turn
 
     def on_partial(self, speaker: str, text: str, t_ms: int) -> TranscriptStep:
-        state = self._speaker(speaker)
-        turn = self._open_turn(speaker, state)
-        hypothesis = state.accumulator.push_partial(text)
-        if hypothesis.contradiction:
-            self.summary.contradictions += 1
-        return self._decide(speaker, turn, EventKind.PARTIAL, hypothesis, state, t_ms)
+        return self.on_event(TranscriptEvent(t_ms, EventKind.PARTIAL, text, speaker))
 
     def on_final(self, speaker: str, text: str, t_ms: int) -> TranscriptStep:
+        return self.on_event(TranscriptEvent(t_ms, EventKind.FINAL, text, speaker))
+
+    def on_event(self, event: TranscriptEvent) -> TranscriptStep:
+        """Fold one event into its speaker's turn (opened by its first event, closed by its
+        final); the step says what the turn reads now and what the gate decided."""
+        speaker, t_ms = event.speaker, event.t_ms
         state = self._speaker(speaker)
         turn = self._open_turn(speaker, state)
-        hypothesis = state.accumulator.finalize(text)
-        self._turns.turn_completed(speaker)
-        self.summary.finals += 1
-        if state.accumulator.final_contradicted:
-            self.summary.finals_contradicting_stable += 1
-        return self._decide(speaker, turn, EventKind.FINAL, hypothesis, state, t_ms)
-
-    def _decide(
-        self,
-        speaker: str,
-        turn: TurnId,
-        kind: EventKind,
-        hypothesis: Hypothesis,
-        state: _Speaker,
-        t_ms: int,
-    ) -> TranscriptStep:
+        summary = self.summary
+        if event.kind is EventKind.FINAL:
+            hypothesis = state.accumulator.finalize(event.text)
+            self._turns.turn_completed(speaker)
+            summary.finals += 1
+            summary.finals_contradicting_stable += state.accumulator.final_contradicted
+        else:
+            hypothesis = state.accumulator.push_partial(event.text)
+            summary.contradictions += hypothesis.contradiction
         if hypothesis.final or hypothesis.revised:
             state.reset()
         if hypothesis.stable_word_count != state.stable_words:
             self._grow_stable(state, hypothesis)
         decision = state.gate.consider(hypothesis, t_ms, state.signals, state.query)
-        summary = self.summary
         summary.events += 1
         summary.revisions += 1
         summary.decisions[decision] += 1
-        if decision.fires:
-            summary.speculations += 1
+        summary.speculations += decision.fires
         return TranscriptStep(
-            t_ms, speaker, turn, kind, hypothesis, decision, state.signals, tuple(state.query)
+            t_ms, speaker, turn, event.kind, hypothesis, decision, state.signals, tuple(state.query)
         )
 
     def _grow_stable(self, state: _Speaker, hypothesis: Hypothesis) -> None:
@@ -200,11 +192,6 @@ class TranscriptStabilizer:
             tuple(dict.fromkeys(m.label for m in state.entities)),
             tuple(dict.fromkeys(m.label for m in state.phrases)),
         )
-
-    def on_event(self, event: TranscriptEvent) -> TranscriptStep:
-        if event.kind is EventKind.FINAL:
-            return self.on_final(event.speaker, event.text, event.t_ms)
-        return self.on_partial(event.speaker, event.text, event.t_ms)
 
     def replay(self, events: Iterable[TranscriptEvent]) -> Iterator[TranscriptStep]:
         for event in events:
