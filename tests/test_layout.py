@@ -43,3 +43,27 @@ def test_the_pure_cores_import_no_io() -> None:
     pure = [p for p in SRC.rglob("*.py") if str(p.relative_to(SRC)).startswith(PURE)]
     assert len(pure) > 10
     assert importers(IO, pure) == {}
+
+
+RANKING = ("memory/bm25.py", "memory/evidence.py", "memory/language.py", "memory/recall.py",
+           "memory/selection.py", "memory/when.py")  # fmt: skip
+"""What ranks memory: it is handed its items, and reads no file and no database itself."""
+FILE_IO = ("os", "io", "pathlib", "gzip", "shutil", "tempfile", "sqlite3", "importlib")
+PROVIDERS = ("heard.llm.providers", "heard.llm.anthropic_provider", "heard.llm.openai_provider",
+             "heard.llm.gemini_provider")  # fmt: skip
+"""The LLM SDKs behind ``heard.llm.provider``'s protocol, which ranking may call through."""
+
+
+def opens_files(path: Path) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    )
+
+
+def test_memory_ranking_reads_no_file_and_no_database() -> None:
+    ranking = [SRC / name for name in RANKING]
+    assert all(p.is_file() for p in ranking)
+    banned = (*(n for n in IO if n != "heard.llm"), *PROVIDERS, *FILE_IO)
+    assert importers(banned, ranking) == {}
+    assert [str(p.relative_to(SRC)) for p in ranking if opens_files(p)] == []

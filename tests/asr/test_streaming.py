@@ -1,0 +1,80 @@
+"""The streaming recognizer itself: the re-decode loop, its commits and its buffer, on tiny.en."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from heard.asr.audio import SAMPLE_RATE, load_audio
+from heard.asr.streaming import (
+    Decoded,
+    StreamingRecognizer,
+    StreamOptions,
+    stream_events,
+    strip_punctuation,
+)
+from heard.transcript.events import EventKind
+from tests.conftest import AUDIO
+
+JFK = (
+    "and so my fellow americans ask not what your country can do for you "
+    "ask what you can do for your country"
+)
+FRAME = SAMPLE_RATE // 10  # 100 ms, as a microphone or a socket sends audio
+
+
+def frames(samples: np.ndarray) -> list[np.ndarray]:
+    return [samples[i : i + FRAME] for i in range(0, len(samples), FRAME)]
+
+
+def finals(decoded: list[Decoded]) -> str:
+    return " ".join(d.text for d in decoded if d.kind is EventKind.FINAL)
+
+
+def test_options_and_punctuation_rules() -> None:
+    with pytest.raises(ValueError, match="chunk_ms must be > 0"):
+        StreamOptions(chunk_ms=0)
+    assert strip_punctuation("Hello, World. It's here!") == "hello world it's here"
+
+
+@pytest.mark.asr
+def test_frames_are_decoded_once_a_chunk_has_arrived_and_the_final_says_it_all() -> None:
+    jfk = load_audio(AUDIO / "jfk.flac")
+    recognizer = StreamingRecognizer(options=StreamOptions(chunk_ms=1000))
+    out: list[Decoded] = []
+    steps = 0
+    for frame in frames(jfk):
+        got = recognizer.push(frame)
+        # a step runs only on a whole chunk of new audio; between steps nothing is decoded
+        assert recognizer.received - recognizer.decoded_to < SAMPLE_RATE
+        steps += recognizer.decoded_to == recognizer.received
+        out += got
+    out += recognizer.finish()
+    assert steps == len(jfk) // SAMPLE_RATE
+    assert recognizer.decoded_to == recognizer.received == len(jfk)
+    assert out[0].kind is EventKind.PARTIAL
+    assert out[-1].kind is EventKind.FINAL
+    assert strip_punctuation(finals(out)) == JFK
+
+
+@pytest.mark.asr
+def test_silence_costs_no_event_and_keeps_no_buffer() -> None:
+    recognizer = StreamingRecognizer()
+    for frame in frames(np.zeros(5 * SAMPLE_RATE, dtype=np.float32)):
+        assert recognizer.push(frame) == []
+    assert recognizer.finish() == []
+    # what is kept of silence is a short tail, however long it lasts
+    assert len(recognizer._audio) <= SAMPLE_RATE // 2 + FRAME
+
+
+@pytest.mark.asr
+def test_a_long_utterance_is_committed_before_it_ends_and_no_word_is_said_twice() -> None:
+    jfk = load_audio(AUDIO / "jfk.flac")
+    events = list(
+        stream_events(jfk, options=StreamOptions(max_utterance_s=4.0, end_silence_ms=5000))
+    )
+    committed = [e for e in events if e.kind is EventKind.FINAL]
+    assert len(committed) >= 2
+    assert committed[0].t_ms < events[-1].t_ms
+    # cut twice inside the sentence, and still every word once, in order
+    assert strip_punctuation(" ".join(e.text for e in committed)) == JFK

@@ -1,0 +1,193 @@
+"""The meetings routes: create, upload, run, status and export, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from heard.pipeline.run import run_pipeline
+from heard.server.app import ServerSettings, create_app
+from heard.speech import Segment, Transcription
+from heard.store.database import Database
+from heard.store.meetings import track_states
+from heard.store.users import add_user
+from heard.testing import FakeTranscriber
+from tests.conftest import AUDIO
+
+
+def test_meeting_lifecycle_and_isolation(server, db: Database) -> None:  # type: ignore[no-untyped-def]
+    client, alice, bob = server
+    created = client.post(
+        "/v1/meetings",
+        json={
+            "title": "stand-up",
+            "participants": [{"name": "left"}, {"name": "right", "offset_s": 0}],
+        },
+        headers=alice,
+    )
+    assert created.status_code == 201, created.text
+    meeting = created.json()
+    mid = meeting["id"]
+    assert [t["status"] for t in meeting["tracks"]] == ["recording", "recording"]
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
+    for name in ("left", "right"):
+        up = client.put(f"/v1/meetings/{mid}/tracks/{name}", content=wav, headers=alice)
+        assert up.status_code == 200, up.text
+    assert {
+        t["status"] for t in client.get(f"/v1/meetings/{mid}", headers=alice).json()["tracks"]
+    } == {"pending"}
+    assert client.post(f"/v1/meetings/{mid}/run", headers=alice).status_code == 202
+    # transcription is off in this app: run the pipeline with canned segments per upload
+    canned = {
+        t.location: [Segment(0.0, 1.5, f"hello from {t.participant}")]
+        for t in track_states(db, mid)
+    }
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber(canned))
+    phrases = client.get(f"/v1/meetings/{mid}/phrases", headers=alice).json()
+    assert phrases
+    assert {p["participant"] for p in phrases} <= {"left", "right"}
+    for fmt, needle in [
+        ("srt", " --> "),
+        ("vtt", "WEBVTT"),
+        ("json", '"participant"'),
+        ("md", "stand-up"),
+        ("txt", "left"),
+    ]:
+        export = client.get(f"/v1/meetings/{mid}/export", params={"format": fmt}, headers=alice)
+        assert export.status_code == 200
+        assert needle in export.text
+    assert [m["id"] for m in client.get("/v1/meetings", headers=alice).json()] == [mid]
+    # bob sees nothing of it: the same 404 as for a meeting that does not exist
+    assert client.get("/v1/meetings", headers=bob).json() == []
+    missing = "00000000-0000-0000-0000-000000000000"
+    for path in ["", "/phrases", "/export"]:
+        theirs = client.get(f"/v1/meetings/{mid}{path}", headers=bob)
+        nobodys = client.get(f"/v1/meetings/{missing}{path}", headers=bob)
+        assert theirs.status_code == nobodys.status_code == 404
+    assert (
+        client.put(f"/v1/meetings/{mid}/tracks/left", content=wav, headers=bob).status_code == 404
+    )
+    assert client.post(f"/v1/meetings/{mid}/run", headers=bob).status_code == 404
+
+
+def test_bad_input_gets_4xx_and_nothing_half_written(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    assert (
+        client.post(
+            "/v1/meetings", json={"title": "", "participants": []}, headers=alice
+        ).status_code
+        == 422
+    )
+    dup = client.post(
+        "/v1/meetings",
+        json={"title": "x", "participants": [{"name": "a"}, {"name": "A"}]},
+        headers=alice,
+    )
+    assert dup.status_code == 422
+    assert "named twice" in dup.json()["detail"]
+    mid = client.post(
+        "/v1/meetings", json={"title": "x", "participants": [{"name": "a"}]}, headers=alice
+    ).json()["id"]
+    corrupt = client.put(
+        f"/v1/meetings/{mid}/tracks/a", content=b"RIFF not audio at all", headers=alice
+    )
+    assert corrupt.status_code == 422
+    assert "not decodable audio" in corrupt.json()["detail"]
+    assert str(tmp_path) not in corrupt.json()["detail"]  # the server's folders stay its own
+    empty = client.put(f"/v1/meetings/{mid}/tracks/a", content=b"", headers=alice)
+    assert empty.status_code == 422
+    unknown = client.put(f"/v1/meetings/{mid}/tracks/zed", content=b"x", headers=alice)
+    assert unknown.status_code == 404
+    assert not list((tmp_path / "uploads").rglob("*.audio"))
+    assert (
+        client.get(f"/v1/meetings/{mid}", headers=alice).json()["tracks"][0]["status"]
+        == "recording"
+    )
+    assert client.get("/v1/meetings/not-a-uuid", headers=alice).status_code == 422
+
+
+def test_a_participants_language_goes_in_and_comes_out_with_how_it_was_found(  # type: ignore[no-untyped-def]
+    server, db: Database
+) -> None:
+    client, alice, _ = server
+    created = client.post(
+        "/v1/meetings",
+        json={"title": "bilingual", "participants": [{"name": "ana", "language": "es"},
+                                                      {"name": "bob"}]},
+        headers=alice,
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    mid = created.json()["id"]
+    asked = {t["participant"]: t["language_asked"] for t in created.json()["tracks"]}
+    assert asked == {"ana": "es", "bob": None}
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
+    for name in ("ana", "bob"):
+        assert client.put(
+            f"/v1/meetings/{mid}/tracks/{name}", content=wav, headers=alice
+        ).is_success
+    tracks = {t.participant: t.location for t in track_states(db, mid)}
+    fake = FakeTranscriber({
+        tracks["ana"]: [Segment(0.0, 1.5, "hola a todos")],
+        tracks["bob"]: Transcription((Segment(2.0, 3.0, "hello"),), "en", 0.93),
+    })  # fmt: skip
+    run_pipeline(mid, db=db, transcriber=fake)
+    assert fake.languages == [None, "es"] or fake.languages == ["es", None]  # ana's was passed
+    out = {
+        t["participant"]: t
+        for t in client.get(f"/v1/meetings/{mid}", headers=alice).json()["tracks"]
+    }
+    assert (out["ana"]["language"], out["ana"]["language_probability"]) == ("es", None)
+    assert (out["bob"]["language"], out["bob"]["language_probability"]) == ("en", 0.93)
+    phrases = client.get(f"/v1/meetings/{mid}/phrases", headers=alice).json()
+    assert {(p["participant"], p["language"]) for p in phrases} == {("ana", "es"), ("bob", "en")}
+    vtt = client.get(f"/v1/meetings/{mid}/export", params={"format": "vtt"}, headers=alice).text
+    assert "NOTE Languages: ana es (given); bob en (detected, 0.93)" in vtt
+
+
+@pytest.mark.parametrize("language", ["xx", "english", 7, "e\u0000s"])
+def test_a_language_whisper_does_not_know_is_a_422_naming_the_field(  # type: ignore[no-untyped-def]
+    server, language: object
+) -> None:
+    client, alice, _ = server
+    bad = client.post(
+        "/v1/meetings",
+        json={"title": "x", "participants": [{"name": "ana", "language": language}]},
+        headers=alice,
+    )
+    assert bad.status_code == 422
+    assert "language" in bad.text
+    assert client.get("/v1/meetings", headers=alice).json() == []
+
+
+def test_a_meeting_whose_process_died_reads_interrupted(db: Database, tmp_path: Path) -> None:
+    """Issue 27: REST says what `heard status` says of a track left `transcribing` by a process
+    that is gone (killed, crashed, the server restarted), and so of its meeting."""
+    import subprocess
+    import sys
+    from datetime import UTC, datetime
+
+    from heard.store.holder import this_holder
+    from heard.store.meetings import TrackSpec, create_meeting, track_states
+    from heard.store.tracks import claim_track
+
+    user, token = add_user(db, "dora")
+    headers = {"Authorization": f"Bearer {token}"}
+    tracks = [TrackSpec("a", str(AUDIO / "jfk.flac")), TrackSpec("b", str(AUDIO / "jfk.flac"))]
+    meeting_id = create_meeting(db, title="cut short", tracks=tracks, owner=user.owner)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    dead = f"{this_holder().split(':')[0]}:{child.pid}:-"
+    first, second = track_states(db, meeting_id, user.owner)
+    assert claim_track(db, first.id, datetime.now(UTC), holder=dead) is not None
+    assert claim_track(db, second.id, datetime.now(UTC)) is not None  # this process: alive
+    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+        shown = client.get(f"/v1/meetings/{meeting_id}", headers=headers).json()
+        listed = client.get("/v1/meetings", headers=headers).json()
+    assert shown["status"] == "interrupted"
+    assert {t["participant"]: t["status"] for t in shown["tracks"]} == {
+        "a": "interrupted",
+        "b": "transcribing",
+    }
+    assert [m["status"] for m in listed] == ["interrupted"]
