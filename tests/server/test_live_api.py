@@ -251,7 +251,7 @@ def test_the_pacer_widens_steps_only_after_repeated_slow_ones() -> None:
 
 
 def test_live_context_holds_the_users_pages_and_end_needs_no_exact_spacing(server) -> None:  # type: ignore[no-untyped-def]
-    from heard.server.live import _is_end
+    from heard.server.frames import is_end
 
     client, alice, _ = server
     page = {"summary": "Rhea Sharma, product lead; vegetarian", "body": "Allergic to peanuts."}
@@ -262,5 +262,5 @@ def test_live_context_holds_the_users_pages_and_end_needs_no_exact_spacing(serve
         while (message := ws.receive_json())["type"] != "context":
             pass
     assert message["pages"][0] == "rhea"
-    assert all(_is_end(m) for m in ['{"type":"end"}', '{ "type" : "end" }', '{"type": "end"}'])
-    assert not any(_is_end(m) for m in ['{"type": "final", "text": "end"}', '"end"', "{end"])
+    assert all(is_end(m) for m in ['{"type":"end"}', '{ "type" : "end" }', '{"type": "end"}'])
+    assert not any(is_end(m) for m in ['{"type": "final", "text": "end"}', '"end"', "{end"])
