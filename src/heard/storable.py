@@ -8,9 +8,17 @@ in UTC: one that has no UTC date (1 January of year 1 at +10:00) is refused the 
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 
-__all__ = ["MAX_NAME_CHARS", "storable", "storable_time"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "MAX_NAME_CHARS",
+    "name_problem",
+    "readable",
+    "storable",
+    "storable_time",
+]
 
 MAX_NAME_CHARS = 200
 """A speaker's or participant's name, an id, a session: the store's column width."""
@@ -25,6 +33,30 @@ def storable(value: str) -> str:
     except UnicodeEncodeError:
         raise ValueError("lone surrogates are not text (an unpaired \\u escape)") from None
     return value
+
+
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Embeddings, overrides and isolates: they reorder what is shown after them."""
+
+
+def name_problem(value: str) -> str | None:
+    """What keeps ``value`` from being a name or a title that is shown and written out as it
+    reads: a control character (a line break, ESC...), a line or paragraph separator, a bidi
+    override, a private or unassigned code point. None when there is none. Joiners (ZWJ,
+    ZWNJ), which names in some scripts need, are kept."""
+    for c in value:
+        if c in BIDI_CONTROLS or unicodedata.category(c) in ("Cc", "Zl", "Zp", "Co", "Cn", "Cs"):
+            return f"control or invisible characters are not allowed (U+{ord(c):04X})"
+    return None
+
+
+def readable(value: str) -> str:
+    """``value``, if it is a name or a title that shows as it reads; ``ValueError`` saying why
+    not (``name_problem``)."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return storable(value)
 
 
 def storable_time(value: datetime) -> datetime:

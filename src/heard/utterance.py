@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
-from heard.storable import MAX_NAME_CHARS, storable, storable_time
+from heard.storable import MAX_NAME_CHARS, readable, storable, storable_time
 
 __all__ = ["MAX_UTTERANCE_CHARS", "Evidence", "UtteranceIn"]
 
@@ -46,8 +46,8 @@ def _iso_text(value: object) -> object:
 
 
 _Text = Annotated[str, AfterValidator(storable)]
-_Name = Annotated[_Text, Field(min_length=1, max_length=MAX_NAME_CHARS)]
-_Label = Annotated[_Text, Field(max_length=MAX_NAME_CHARS)]
+_Name = Annotated[str, AfterValidator(readable), Field(min_length=1, max_length=MAX_NAME_CHARS)]
+_Label = Annotated[str, AfterValidator(readable), Field(max_length=MAX_NAME_CHARS)]
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(storable_time)]
 """A date-time as JSON carries it: a string (a bare number is not taken as Unix time); kept
 in UTC."""

@@ -177,3 +177,44 @@ def test_a_user_name_with_control_characters_is_refused(tmp_path: Path, name: st
         heard("users", "add", name, cwd=tmp_path)
     )
     assert heard("users", "token", name.replace("\x00", ""), cwd=tmp_path).returncode == 2
+
+
+NESTED = "[" * 100_000
+"""A file of nested brackets: Python's JSON parser gives up on it with a RecursionError."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("replay",), ("cadence",), ("live", "--speed", "0"), ("memory", "ingest"), ("phrases",)],
+    ids=" ".join,
+)
+def test_deeply_nested_input_is_one_line(tmp_path: Path, command: tuple[str, ...]) -> None:
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text(NESTED + "\n")
+    words, options = command[:2] if command[0] == "memory" else command[:1], command[2:]
+    if command[0] == "live":
+        options = command[1:]
+    result = heard(
+        *words, str(nested), *options, env={"HEARD_DATABASE_URL": f"sqlite:///{tmp_path / 'h.db'}"}
+    )
+    assert "nested too deeply" in one_line_error(result)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"id": "a", "speaker": "ana", "text": "' + "x" * (1 << 20) + '"}', "line longer than"),
+        ('{"id": "a", "speaker": "ana", "text": "nul \\u0000"}', "NUL characters"),
+    ],
+    ids=["oversize line", "NUL"],
+)
+def test_memory_ingest_refuses_what_no_store_keeps_in_one_line(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    utterances = tmp_path / "u.jsonl"
+    utterances.write_text(line + "\n")
+    db = tmp_path / "h.db"
+    result = heard(
+        "memory", "ingest", str(utterances), env={"HEARD_DATABASE_URL": f"sqlite:///{db}"}
+    )
+    assert problem in one_line_error(result)

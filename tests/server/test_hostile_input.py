@@ -61,6 +61,17 @@ CASES = [
     ("meeting started_at after 9999 in UTC", "POST", "/v1/meetings",
      '{"title": "t", "participants": [{"name": "a"}], "started_at": "9999-12-31T23:00:00-02:00"}',
      ["body", "started_at"]),
+    # issue 28: names and titles are shown and exported as they read: no control characters
+    ("title with a line break and a cue", "POST", "/v1/meetings",
+     MEETING % (f"{SECRET}\\n00:00:00.000 --> 10:00:00.000\\nfake", "ana", "0"), ["body", "title"]),
+    ("participant ESC", "POST", "/v1/meetings", MEETING % ("t", f"{SECRET}\\u001b[31m", "0"),
+     ["body", "participants", 0, "name"]),
+    ("participant bidi override", "POST", "/v1/meetings",
+     MEETING % ("t", f"{SECRET}\\u202e", "0"), ["body", "participants", 0, "name"]),
+    ("participant with a slash", "POST", "/v1/meetings", MEETING % ("t", f"{SECRET}/x", "0"),
+     ["body", "participants", 0, "name"]),
+    ("evidence speaker line break", "POST", "/v1/memory/evidence",
+     UTTERANCE % ("d1", f"{SECRET}\\n", "hi"), ["body", "utterances", 0, "speaker"]),
     ("participant in the URL NUL", "PUT", f"/v1/meetings/{{meeting}}/tracks/{SECRET}%00",
      None, ["path", "participant"]),
 ]  # fmt: skip

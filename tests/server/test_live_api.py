@@ -79,6 +79,7 @@ def test_live_websocket_rejects_bad_frames_without_harming_others(
             ('{"t_ms": -1, "type": "final", "text": "x"}', 1007),
             ("x" * 70_000, 1009),
             (b"\x00\x01\x02", 1007),
+            ('{"type": "end", "x": ' + "[" * 60_000, 1007),  # nested too deeply to parse
         ]:
             with client.websocket_connect(f"/v1/live?token={token}") as ws:
                 ws.send_bytes(bad) if isinstance(bad, bytes) else ws.send_text(bad)
@@ -98,8 +99,10 @@ def test_live_websocket_rejects_bad_frames_without_harming_others(
         (f'{{"t_ms": 0, "type": "partial", "text": "ok", "speaker": "{SECRET}\\udfff"}}',
          "speaker"),
         (f'{{"t_ms": 0, "type": "final", "text": "ok", "speaker": "{SECRET * 500}"}}', "speaker"),
+        (f'{{"t_ms": 0, "type": "final", "text": "ok", "speaker": "{SECRET}\\nNOTE"}}', "speaker"),
     ],
-    ids=["lone surrogate", "NUL", "surrogate speaker", "5,000-character speaker"],
+    ids=["lone surrogate", "NUL", "surrogate speaker", "5,000-character speaker",
+         "speaker with a line break"],
 )  # fmt: skip
 def test_live_text_no_store_can_keep_is_refused_and_logged_without_it(
     server, caplog: pytest.LogCaptureFixture, frame: str, field: str

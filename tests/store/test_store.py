@@ -83,6 +83,10 @@ def test_meeting_ids_resolve_by_unique_prefix(db: Database) -> None:
         ([TrackSpec("a", "a.wav", offset_s=-1)], "offset must be >= 0"),
         ([TrackSpec("a", "a.wav", offset_s=float("nan"))], "offset must be >= 0"),
         ([TrackSpec("a", "a.wav", channel=2)], "channel must be 0 or 1"),
+        # issue 28: the CLI's NAME=FILE comes here too; a name is exported as it reads
+        ([TrackSpec("x\n\n99\n00:00:00,000 --> 09:59:59,000", "a.wav")], "control or invisible"),
+        ([TrackSpec("a\x1b[31m", "a.wav")], "control or invisible"),
+        ([TrackSpec("a/b", "a.wav")], "'/' is not allowed"),
     ],
 )
 def test_bad_tracks_store_nothing(db: Database, tracks: list[TrackSpec], problem: str) -> None:
@@ -91,6 +95,13 @@ def test_bad_tracks_store_nothing(db: Database, tracks: list[TrackSpec], problem
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(Meeting)) == 0
         assert s.scalar(select(func.count()).select_from(Participant)) == 0
+
+
+def test_a_title_with_control_characters_stores_nothing(db: Database) -> None:
+    with pytest.raises(InputError, match=r"meeting title .*control or invisible"):
+        create_meeting(db, title="t\n00:00 --> 10:00", started_at=T0, tracks=[TrackSpec("a", "")])
+    with db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Meeting)) == 0
 
 
 def test_database_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

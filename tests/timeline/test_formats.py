@@ -90,3 +90,49 @@ def test_several_languages_are_on_every_cue() -> None:
 def test_unknown_languages_leave_every_format_as_it_was() -> None:
     assert "language" not in render(DOC, "json")
     assert "Language" not in render(DOC, "vtt") + render(DOC, "md")
+
+
+# Issue 28: names, titles and phrases a hostile user chose (every edge refuses control
+# characters now, but a meeting stored before, or a phrase a recognizer wrote, reaches here)
+CUE = "x\n\n99\n00:00:00,000 --> 09:59:59,000\nINJECTED CUE"
+FORGED = TranscriptDoc(
+    [
+        TimedPhrase(CUE, 0.0, 1.0, "hello --> there\r\nNOTE injected"),
+        TimedPhrase("y\n\nNOTE evil\n\n# Heading **bold** [link](x)", 2.0, 3.0, "fine\x1b[31m red"),
+    ],
+    title="t\n00:00:00.000 --> 10:00:00.000\nfake\u2028line",
+)
+
+
+def timing_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "-->" in line]
+
+
+def test_srt_cues_cannot_be_forged_by_names_or_text() -> None:
+    srt = render(FORGED, "srt")
+    assert len(timing_lines(srt)) == 2
+    assert srt.split("\n\n")[0].splitlines() == [
+        "1",
+        "00:00:00,000 --> 00:00:01,000",
+        "x 99 00:00:00,000 -> 09:59:59,000 INJECTED CUE: hello -> there NOTE injected",
+    ]
+
+
+def test_vtt_cues_and_notes_cannot_be_forged_by_names_titles_or_text() -> None:
+    vtt = render(FORGED, "vtt")
+    assert len(timing_lines(vtt)) == 2
+    assert vtt.splitlines()[0] == "WEBVTT - t 00:00:00.000 --&gt; 10:00:00.000 fake line"
+    assert not [line for line in vtt.splitlines() if line.startswith("NOTE")]
+    assert "\x1b" not in vtt
+
+
+def test_markdown_and_text_keep_each_phrase_on_its_own_line() -> None:
+    md = render(FORGED, "md").splitlines()
+    assert md[0] == "# t 00:00:00.000 --\\> 10:00:00.000 fake line"
+    assert [line for line in md if line.startswith("#")] == [md[0]]
+    assert md[-1].startswith("**y NOTE evil # Heading \\*\\*bold\\*\\* \\[link\\](x)** `00:00:02`")
+    txt = render(FORGED, "txt")
+    assert len(txt.splitlines()) == 2
+    assert "\x1b" not in txt + "".join(md)
+    # JSON keeps what was stored, escaped as JSON escapes it
+    assert json.loads(render(FORGED, "json"))[0]["participant"] == CUE

@@ -42,6 +42,11 @@ __all__ = [
 ]
 
 
+MAX_LINE_BYTES = 1 << 20
+"""A line longer than this (1 MiB) is refused before it is parsed: an utterance holds at
+most 20,000 characters."""
+
+
 def read_utterances(path: str | Path) -> list[Evidence]:
     """Validate a whole utterance file; one utterance per line."""
     p = Path(path)
@@ -49,12 +54,18 @@ def read_utterances(path: str | Path) -> list[Evidence]:
         raise InputError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
     out: list[Evidence] = []
     seen: set[str] = set()
-    with p.open(encoding="utf-8", errors="strict") as f:
+    try:
+        with p.open("rb") as f:
+            lines = list(enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1))
+    except OSError as e:
+        raise InputError(f"{p}: cannot read ({e.strerror})") from None
+    for number, line in lines:
+        if len(line) > MAX_LINE_BYTES:
+            raise InputError(f"{p}:{number}: line longer than {MAX_LINE_BYTES} bytes")
         try:
-            lines = list(enumerate(f, 1))
+            raw = line.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"{p}: not UTF-8 text ({e.reason})") from None
-    for number, raw in lines:
+            raise InputError(f"{p}:{number}: not UTF-8 text ({e.reason})") from None
         if not raw.strip():
             continue
         where = f"{p}:{number}"
@@ -62,6 +73,8 @@ def read_utterances(path: str | Path) -> list[Evidence]:
             obj = json.loads(raw)
         except json.JSONDecodeError as e:
             raise InputError(f"{where}: malformed JSON ({e.msg})") from None
+        except RecursionError:
+            raise InputError(f"{where}: JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise InputError(f"{where}: expected a JSON object")
         if obj.get("type", "final") != "final":

@@ -97,7 +97,7 @@ def is_end(raw: str) -> bool:
         return False
     try:
         message = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not an end: parsing it as an event says why
         return False
     return isinstance(message, dict) and message.get("type") == "end"
 

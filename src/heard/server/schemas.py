@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from heard.storable import storable
+from heard.storable import readable, storable
 from heard.utterance import Timestamp, UtteranceIn
 
 __all__ = [
@@ -22,9 +22,11 @@ __all__ = [
     "InvalidOut",
     "MeetingIn",
     "MeetingOut",
+    "Name",
     "PageIn",
     "PageOut",
     "ParticipantIn",
+    "ParticipantName",
     "PhraseOut",
     "RecallIn",
     "RecalledOut",
@@ -44,6 +46,17 @@ class _Strict(BaseModel):
 
 Text = Annotated[str, AfterValidator(storable)]
 """A string heard stores or writes: every string field of a request is one."""
+Name = Annotated[str, AfterValidator(readable)]
+"""A name or a title, shown and written out as it reads: no control characters."""
+
+
+def _participant(value: str) -> str:
+    if "/" in value:
+        raise ValueError("a participant's name cannot hold '/' (it names the track's route)")
+    return value
+
+
+ParticipantName = Annotated[Name, AfterValidator(_participant)]
 
 
 def _not_bool(value: object) -> object:
@@ -70,14 +83,14 @@ Language = Annotated[Text | None, AfterValidator(_language)]
 
 
 class ParticipantIn(_Strict):
-    name: Text = Field(min_length=1, max_length=200)
+    name: ParticipantName = Field(min_length=1, max_length=200)
     offset_s: Annotated[float, BeforeValidator(_not_bool)] = Field(default=0.0, ge=0, le=86_400)
     language: Language = Field(default=None, max_length=16)
     """The language the participant speaks; unset: detected by a multilingual model."""
 
 
 class MeetingIn(_Strict):
-    title: Text = Field(min_length=1, max_length=500)
+    title: Name = Field(min_length=1, max_length=500)
     participants: list[ParticipantIn] = Field(min_length=1, max_length=64)
     started_at: Timestamp | None = None
 

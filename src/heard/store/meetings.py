@@ -15,6 +15,7 @@ from sqlalchemy import String, cast, func, select
 from sqlalchemy.orm import Session
 
 from heard.errors import InputError, NotFoundError
+from heard.storable import name_problem
 from heard.store.database import Database
 from heard.store.models import (
     AudioTrack,
@@ -104,6 +105,9 @@ def _check_tracks(tracks: Sequence[TrackSpec]) -> None:
         name = t.participant.strip()
         if not name:
             raise InputError(f"track {t.location!r}: the participant name is empty")
+        problem = name_problem(name) or ("'/' is not allowed" if "/" in name else None)
+        if problem:
+            raise InputError(f"participant {name!r}: {problem}")
         if name.casefold() in seen:
             raise InputError(f"participant {name!r} is named twice; names must be unique")
         seen.add(name.casefold())
@@ -125,6 +129,8 @@ def create_meeting(
 ) -> uuid.UUID:
     """Store a meeting, its participants and their tracks in one transaction."""
     _check_tracks(tracks)
+    if problem := name_problem(title):
+        raise InputError(f"meeting title {title[:60]!r}: {problem}")
     started = started_at or utc_now()
     if started.tzinfo is None:
         raise InputError(f"meeting start {started.isoformat()} has no time zone")

@@ -8,16 +8,25 @@ in a ``Language:`` header (one language) or a ``<lang>`` span on every cue (seve
 ``NOTE`` naming each participant's language and how it was found; SubRip, which has no header,
 beside the speaker's name when a meeting has more than one language (one file, one language
 otherwise: players take it from the file name, ``meeting.es.srt``); Markdown under the title.
+
+What a format's syntax gives meaning to never comes from a name, a title or a phrase: every
+such string is written on one line (line breaks and other control characters become one
+space), ``-->`` (a cue's timing arrow) is broken in SubRip, WebVTT escapes ``& < >`` (so no
+arrow, tag or ``NOTE`` can be made), and Markdown escapes its emphasis, code and link marks.
+JSON keeps every string as it is: its escaping is JSON's own.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from heard.registry import Registry
+from heard.storable import BIDI_CONTROLS
 
 __all__ = ["FORMATS", "SpokenLanguage", "TimedPhrase", "TranscriptDoc", "render"]
 
@@ -68,6 +77,30 @@ class TranscriptDoc:
         )
 
 
+def _breaks(c: str) -> bool:
+    return unicodedata.category(c) in ("Cc", "Zl", "Zp") or c in BIDI_CONTROLS
+
+
+def _line(text: str) -> str:
+    """``text`` on one line: runs of whitespace and control characters become one space."""
+    if not text.isprintable():
+        text = "".join(" " if _breaks(c) else c for c in text)
+    return " ".join(text.split())
+
+
+def _srt(text: str) -> str:
+    """One line of a SubRip cue: no arrow that a player could take for a timing line."""
+    return _line(text).replace("-->", "->")
+
+
+_MD_MARKS = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def _md(text: str) -> str:
+    """Markdown text that reads as written: its emphasis, code, link and HTML marks escaped."""
+    return _MD_MARKS.sub(r"\\\1", _line(text))
+
+
 def _clock(seconds: float, sep: str) -> str:
     ms = max(0, round(seconds * 1000))
     h, rest = divmod(ms, 3_600_000)
@@ -98,21 +131,22 @@ def render_srt(doc: TranscriptDoc) -> str:
     several = len(doc.language_codes) > 1
 
     def speaker(p: TimedPhrase) -> str:
-        return f"{p.participant} [{p.language}]" if several and p.language else p.participant
+        name = _srt(p.participant)
+        return f"{name} [{p.language}]" if several and p.language else name
 
     cues = [
-        f"{i}\n{_clock(p.start_s, ',')} --> {_clock(p.end_s, ',')}\n{speaker(p)}: {p.text}\n"
+        f"{i}\n{_clock(p.start_s, ',')} --> {_clock(p.end_s, ',')}\n{speaker(p)}: {_srt(p.text)}\n"
         for i, p in enumerate(doc.phrases, 1)
     ]
     return "\n".join(cues)
 
 
 def _vtt_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render_vtt(doc: TranscriptDoc) -> str:
-    header = "WEBVTT" + (f" - {doc.title}" if doc.title else "") + "\n"
+    header = "WEBVTT" + (f" - {_vtt_escape(doc.title)}" if doc.title else "") + "\n"
     codes = doc.language_codes
     if len(codes) == 1:
         header += f"Language: {next(iter(codes))}\n"
@@ -133,18 +167,20 @@ def render_vtt(doc: TranscriptDoc) -> str:
 
 
 def render_md(doc: TranscriptDoc) -> str:
-    lines = [f"# {doc.title or 'Transcript'}", ""]
+    lines = [f"# {_md(doc.title) or 'Transcript'}", ""]
     if doc.started_at is not None:
         lines += [f"*{doc.started_at.isoformat(timespec='seconds')}*", ""]
     if doc.languages:
-        lines += [f"*{doc.languages_line()}*", ""]
+        lines += [f"*{_md(doc.languages_line())}*", ""]
     for p in doc.phrases:
-        lines.append(f"**{p.participant}** `{_short(p.start_s)}` {p.text}  ")
+        lines.append(f"**{_md(p.participant)}** `{_short(p.start_s)}` {_md(p.text)}  ")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def render_txt(doc: TranscriptDoc) -> str:
-    return "".join(f"[{_short(p.start_s)}] {p.participant}: {p.text}\n" for p in doc.phrases)
+    return "".join(
+        f"[{_short(p.start_s)}] {_line(p.participant)}: {_line(p.text)}\n" for p in doc.phrases
+    )
 
 
 FORMATS: Registry[Callable[[TranscriptDoc], str]] = Registry(

@@ -61,6 +61,8 @@ def parse_segments(text: str, source: str = "<segments>") -> dict[str, Track]:
         raise InputError(
             f"{source}: malformed JSON ({e.msg} at line {e.lineno} column {e.colno})"
         ) from None
+    except RecursionError:
+        raise InputError(f"{source}: JSON nested too deeply") from None
     try:
         doc = _DocumentModel.model_validate(raw)
     except ValidationError as e:

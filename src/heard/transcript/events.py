@@ -59,7 +59,7 @@ def _event_model() -> type[BaseModel]:
     """The validating model of one event, built on first use: pydantic costs a CLI's start-up."""
     from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-    from heard.storable import MAX_NAME_CHARS, storable
+    from heard.storable import MAX_NAME_CHARS, readable, storable
 
     Text = Annotated[str, AfterValidator(storable)]  # a final becomes evidence: storable text
 
@@ -69,7 +69,9 @@ def _event_model() -> type[BaseModel]:
         t_ms: int = Field(ge=0)
         type: Literal["partial", "final"]
         text: Text
-        speaker: Text = Field(default=DEFAULT_SPEAKER, min_length=1, max_length=MAX_NAME_CHARS)
+        speaker: Annotated[str, AfterValidator(readable)] = Field(
+            default=DEFAULT_SPEAKER, min_length=1, max_length=MAX_NAME_CHARS
+        )
 
     return EventModel
 
@@ -96,6 +98,8 @@ def parse_event(raw: str, path: Path | str = "<events>", line: int = 1) -> Trans
         obj = json.loads(raw)
     except json.JSONDecodeError as e:
         raise EventLogError(path, line, f"malformed JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise EventLogError(path, line, "JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise EventLogError(path, line, f"expected a JSON object, got {type(obj).__name__}")
     if "type" in obj and obj["type"] not in ("partial", "final"):
