@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from starlette.websockets import WebSocketDisconnect
 
+from heard.store.database import Database
+from heard.store.evidence import load_utterances
+from heard.store.users import authenticate, revoke_tokens
 from tests.conftest import AUDIO
 
 SECRET = "zebra-7731"
@@ -267,3 +270,28 @@ def test_live_context_holds_the_users_pages_and_end_needs_no_exact_spacing(serve
     assert message["pages"][0] == "rhea"
     assert all(is_end(m) for m in ['{"type":"end"}', '{ "type" : "end" }', '{"type": "end"}'])
     assert not any(is_end(m) for m in ['{"type": "final", "text": "end"}', '"end"', "{end"])
+
+
+def acknowledged(ws: Any, text: str) -> None:
+    """Read until the server acknowledges the final ``text`` (or closes the socket)."""
+    while (m := ws.receive_json())["type"] != "final" or m["text"] != text:
+        pass
+
+
+def test_a_revoked_token_ends_its_open_socket_before_another_final_is_stored(
+    server, db: Database
+) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    token = alice["Authorization"].split()[1]
+    user = authenticate(db, token)
+    assert user is not None
+    with client.websocket_connect(f"/v1/live?token={token}") as ws:
+        ws.send_text(events((0, "final", "The Lisbon office opens in May."))[0])
+        acknowledged(ws, "The Lisbon office opens in May.")
+        revoke_tokens(db, "alice", token)
+        ws.send_text(events((900, "final", "The Porto office opens in June."))[0])
+        with pytest.raises(WebSocketDisconnect) as closed:
+            acknowledged(ws, "The Porto office opens in June.")
+    assert (closed.value.code, closed.value.reason) == (1008, "the token was revoked")
+    texts = [u.text for u in load_utterances(db, owner=user.owner)]
+    assert texts == ["The Lisbon office opens in May."]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from fastapi import WebSocket, WebSocketDisconnect
@@ -30,7 +31,7 @@ from heard.server.messages import (
     LiveMessage,
     Release,
 )
-from heard.transcript.events import TranscriptEvent, parse_event
+from heard.transcript.events import EventKind, TranscriptEvent, parse_event
 from heard.transcript.stabilizer import TranscriptStep
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ CLOSE_UNSUPPORTED = 1003
 CLOSE_INVALID = 1007
 CLOSE_POLICY = 1008
 CLOSE_TOO_BIG = 1009
+REVOKED = "the token was revoked"
 
 
 class Outbox(asyncio.Queue[LiveMessage | None]):
@@ -111,9 +113,19 @@ async def receive(
     connection: str,
     whisper: WhisperOptions,
     quota: quotas.Quota,
+    token_valid: Callable[[], Awaitable[bool]],
 ) -> tuple[int, str] | None:
     """Feed events until the client leaves (None) or sends something wrong (a close code);
-    audio frames are recognized with the ``whisper`` model."""
+    audio frames are recognized with the ``whisper`` model. Before a final is fed (and so
+    stored as evidence) the connection's token is checked again: a revoked one ends it."""
+    revoked = False
+
+    async def admit(event: TranscriptEvent) -> bool:
+        nonlocal revoked
+        if not revoked and event.kind is EventKind.FINAL and not await token_valid():
+            log.warning("live %s (%s): the token was revoked; closing", connection, user)
+            revoked = True
+        return not revoked
 
     def emit(step: TranscriptStep, event: TranscriptEvent) -> None:
         h = step.hypothesis
@@ -149,6 +161,8 @@ async def receive(
             if message["type"] == "websocket.disconnect":
                 return None
             number += 1
+            if revoked:
+                return CLOSE_POLICY, REVOKED
             raw = message.get("text")
             data = message.get("bytes")
             size = len(raw.encode()) if raw is not None else len(data or b"")
@@ -173,7 +187,8 @@ async def receive(
                 if audio is None:
 
                     async def hear(event: TranscriptEvent) -> None:
-                        emit(await outgoing.feed(conversation, event), event)
+                        if await admit(event):
+                            emit(await outgoing.feed(conversation, event), event)
 
                     def degraded(chunk_ms: int, rtf: float) -> None:
                         outbox.put_nowait(Degraded(chunk_ms=chunk_ms, rtf=rtf))
@@ -193,6 +208,8 @@ async def receive(
             except EventLogError as e:
                 log.warning("live %s (%s): %s", connection, user, e)
                 return CLOSE_INVALID, str(e)[:120]
+            if not await admit(event):
+                return CLOSE_POLICY, REVOKED
             emit(await outgoing.feed(conversation, event), event)
     finally:
         if audio is not None:

@@ -106,6 +106,10 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
             await websocket.close(code=CLOSE_POLICY, reason="a valid token is required")
             return
         quota = by_token.setdefault(key, quotas.Quota())
+
+        async def token_valid() -> bool:
+            return await asyncio.to_thread(authenticate, db, token) is not None
+
         mode_name = websocket.query_params.get("mode", "balanced")
         if mode_name not in SELECTABLE_MODES:
             modes = " or ".join(SELECTABLE_MODES)
@@ -184,6 +188,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
                 connection,
                 settings.whisper,
                 quota,
+                token_valid,
             )
         )
         stuck = asyncio.create_task(outbox.stuck.wait())
