@@ -61,9 +61,21 @@ def opens_files(path: Path) -> bool:
     )
 
 
+def io_helpers(path: Path) -> list[str]:
+    """Names a file takes from heard's own modules that read or write files or the store."""
+    return [
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("heard")
+        for alias in node.names
+        if alias.name.startswith(("load_", "read_", "write_", "store_", "cached_", "ingest"))
+    ]
+
+
 def test_memory_ranking_reads_no_file_and_no_database() -> None:
     ranking = [SRC / name for name in RANKING]
     assert all(p.is_file() for p in ranking)
+    assert {str(p.relative_to(SRC)): io_helpers(p) for p in ranking if io_helpers(p)} == {}
     banned = (*(n for n in IO if n != "heard.llm"), *PROVIDERS, *FILE_IO)
     assert importers(banned, ranking) == {}
     assert [str(p.relative_to(SRC)) for p in ranking if opens_files(p)] == []

@@ -114,15 +114,21 @@ def test_vectors_are_kept_apart_by_model(db: Database) -> None:
     assert len(wider.texts) == len(TURNS)
 
 
+def pages_of(folder: Path, embedder: Counting) -> MemoryRecall:
+    """The memory of the workspace at ``folder``, built as heard builds it (its page vectors
+    kept beside the pages)."""
+    return build_memory(None, MemoryParts(embedder=embedder), workspace=folder)
+
+
 def test_page_vectors_are_kept_beside_the_pages(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     shutil.copytree(WORKSPACE, folder)
     pages = len(load_workspace(folder).pages.by_slug)
     first = Counting()
-    MemoryRecall(load_workspace(folder), embedder=first)
+    pages_of(folder, first)
     assert len(first.texts) == pages
     second = Counting()
-    memory = MemoryRecall(load_workspace(folder), embedder=second)
+    memory = pages_of(folder, second)
     assert second.texts == []
     memory.recall("who is vegetarian?")
     assert second.texts.count("who is vegetarian?") >= 1
@@ -132,7 +138,7 @@ def test_page_vectors_are_kept_beside_the_pages(tmp_path: Path) -> None:
     write_page(folder / "pages", page.slug, summary="A new summary of this page.",
                aliases=list(page.aliases), edges=list(page.edges), body=page.body)  # fmt: skip
     third = Counting()
-    MemoryRecall(load_workspace(folder), embedder=third)
+    pages_of(folder, third)
     assert len(third.texts) == 1
     assert "A new summary" in third.texts[0]
 
@@ -140,10 +146,10 @@ def test_page_vectors_are_kept_beside_the_pages(tmp_path: Path) -> None:
 def test_a_damaged_vector_file_only_costs_the_encoding(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     shutil.copytree(WORKSPACE, folder)
-    MemoryRecall(load_workspace(folder), embedder=Counting())
+    pages_of(folder, Counting())
     for kept in (folder / ".vectors").iterdir():
         kept.write_bytes(b"not a numpy file")
     again = Counting()
-    memory = MemoryRecall(load_workspace(folder), embedder=again)
+    memory = pages_of(folder, again)
     assert len(again.texts) == len(load_workspace(folder).pages.by_slug)
     assert memory.recall("who is vegetarian?").pages

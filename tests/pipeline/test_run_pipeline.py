@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -344,5 +345,35 @@ def test_a_rebuild_committed_mid_export_is_not_half_seen(db: Database) -> None:
         doc = jobs.document(db, mid)
     finally:
         event.remove(Session, "do_orm_execute", meanwhile)
+    assert len(doc.phrases) == 3
+    assert stored(db, mid) == []
+
+
+@pytest.mark.parametrize("db", ["sqlite"], indirect=True)
+def test_on_sqlite_a_rebuild_waits_for_the_export_reading_it(db: Database) -> None:
+    """SQLite's driver reads outside any transaction unless one is begun: the export begins
+    one, so a writer that comes mid-export waits for it rather than being half-seen."""
+    mid = new_meeting(db)
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber(SEGMENTS))
+    writers: list[threading.Thread] = []
+    statements: list[object] = []
+
+    def drop_phrases() -> None:
+        with db.session() as s:
+            s.execute(delete(Phrase).where(Phrase.meeting_id == mid))
+
+    def meanwhile(state: ORMExecuteState) -> None:
+        statements.append(state.statement)
+        if len(statements) == 2:  # the meeting was read: a rebuild drops its phrases meanwhile
+            writers.append(threading.Thread(target=drop_phrases))
+            writers[0].start()
+            writers[0].join(timeout=1.0)  # done at once, unless the export holds it off
+
+    event.listen(Session, "do_orm_execute", meanwhile)
+    try:
+        doc = jobs.document(db, mid)
+    finally:
+        event.remove(Session, "do_orm_execute", meanwhile)
+    writers[0].join()
     assert len(doc.phrases) == 3
     assert stored(db, mid) == []

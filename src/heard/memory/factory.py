@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from heard.llm.provider import Provider
-from heard.memory.dense import Embedder
+from heard.memory.dense import Embedder, cached_vectors
 from heard.memory.evidence import EvidenceIndex
-from heard.memory.recall import MemoryRecall, RecallOptions
+from heard.memory.recall import MemoryRecall, RecallOptions, page_texts
 from heard.memory.utterances import load_index, store_evidence
 from heard.memory.workspace import Workspace, load_workspace
 from heard.settings import Settings
@@ -74,9 +74,15 @@ def build_memory(
     pages = workspace_at(workspace) if isinstance(workspace, Path) else workspace
     if evidence is None and db is not None and db.has_schema():
         evidence = load_index(db, parts.embedder, owner=owner)
+    embedder, vectors = parts.embedder, None
+    if embedder is not None and pages is not None and (texts := page_texts(pages)):
+        # encoded once per page text and kept beside the workspace
+        folder = pages.root / ".vectors" if pages.root is not None else None
+        vectors = cached_vectors(embedder, texts, folder)
     return MemoryRecall(
-        pages, evidence, provider=parts.provider, options=parts.options, embedder=parts.embedder
-    )
+        pages, evidence, provider=parts.provider, options=parts.options, embedder=embedder,
+        page_vectors=vectors,
+    )  # fmt: skip
 
 
 def remember(

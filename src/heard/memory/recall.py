@@ -28,7 +28,7 @@ import numpy as np
 from heard.errors import ProviderError
 from heard.llm.provider import Provider, ToolSpec
 from heard.memory.bm25 import BM25Index
-from heard.memory.dense import DenseIndex, Embedder, cached_vectors
+from heard.memory.dense import DenseIndex, Embedder
 from heard.memory.evidence import EvidenceIndex, Recalled
 from heard.memory.selection import (
     CallRecord,
@@ -113,6 +113,14 @@ class RecallResult:
         return [*pages, *self.evidence]
 
 
+def page_texts(workspace: Workspace) -> list[str]:
+    """What recall reads of each page (slug order): its slug's words, summary, aliases, body."""
+    return [
+        " ".join([page.slug.replace("-", " "), page.summary, *page.aliases, page.body])
+        for page in workspace.pages.by_slug.values()
+    ]
+
+
 class MemoryRecall:
     """Recall over a workspace of pages and an evidence index (either may be absent)."""
 
@@ -124,7 +132,11 @@ class MemoryRecall:
         provider: Provider | None = None,
         options: RecallOptions | None = None,
         embedder: Embedder | None = None,
+        page_vectors: np.ndarray | None = None,
     ) -> None:
+        """``page_vectors``: the embedder's vectors of ``page_texts(workspace)``, when the
+        caller has them (``memory.factory`` keeps them beside the workspace); else they are
+        encoded here."""
         self.workspace = workspace
         self.embedder = embedder
         self._page_vectors: DenseIndex | None = None
@@ -134,18 +146,15 @@ class MemoryRecall:
         self._pages = BM25Index(stem=True)
         self._slugs: list[str] = []
         if workspace:
-            texts = []
-            for page in workspace.pages.by_slug.values():
-                text = " ".join(
-                    [page.slug.replace("-", " "), page.summary, *page.aliases, page.body]
-                )
+            texts = page_texts(workspace)
+            for slug, text in zip(workspace.pages.by_slug, texts, strict=True):
                 self._pages.add(text)
-                self._slugs.append(page.slug)
-                texts.append(text)
+                self._slugs.append(slug)
             if embedder is not None and texts:
-                folder = workspace.root / ".vectors" if workspace.root is not None else None
                 self._page_vectors = DenseIndex(embedder.dim, embedder.unrelated)
-                self._page_vectors.add(cached_vectors(embedder, texts, folder))
+                self._page_vectors.add(
+                    embedder.embed(texts) if page_vectors is None else page_vectors
+                )
 
     def _scout(
         self,

@@ -118,7 +118,9 @@ class Database:
             if self.engine.dialect.name == "postgresql":
                 session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             elif self.engine.dialect.name == "sqlite":
-                session.connection().exec_driver_sql("BEGIN")
+                connection = session.connection()
+                if not connection.connection.driver_connection.in_transaction:  # type: ignore[union-attr]
+                    connection.exec_driver_sql("BEGIN")
             yield session
 
     def dispose(self) -> None:
