@@ -45,6 +45,13 @@ def _iso_text(value: object) -> object:
     return value
 
 
+def _primary(value: object) -> object:
+    """A language tag's primary subtag, lower case ("en-US", "ES" -> "en", "es")."""
+    if not isinstance(value, str):
+        return value
+    return value.strip().lower().replace("_", "-").split("-")[0]
+
+
 _Text = Annotated[str, AfterValidator(storable)]
 _Name = Annotated[str, AfterValidator(readable), Field(min_length=1, max_length=MAX_NAME_CHARS)]
 _Label = Annotated[str, AfterValidator(readable), Field(max_length=MAX_NAME_CHARS)]
@@ -65,7 +72,8 @@ class UtteranceIn(BaseModel):
     conversation: _Label = ""
     """Its conversation; its session when none is given."""
     t: Timestamp | None = None
-    language: Annotated[str, Field(pattern=r"^([a-z]{2,3})?$")] = ""
+    language: Annotated[str, BeforeValidator(_primary), Field(pattern=r"^([a-z]{2,3})?$")] = ""
+    """ISO 639-1 (or -2), or a tag that starts with one: "en-US" is kept as "en"."""
     type: Literal["final"] = "final"
     """Only finals are evidence (an event log's line may say so)."""
 

@@ -157,6 +157,9 @@ def test_transcribe_rejects_bad_input_and_stores_nothing(
     assert problem in result.stderr
     assert "Traceback" not in result.stderr
     assert stored_meetings(env) == 0
+    if problem in ("no such file", "empty file, expected audio", "cannot read as audio"):
+        # the files are checked before anything is written: not even the schema
+        assert not Database(env["HEARD_DATABASE_URL"]).has_schema()
 
 
 def test_export_and_status_of_an_unknown_meeting(env: dict[str, str]) -> None:

@@ -52,6 +52,10 @@ GOOD = '{"t_ms": 0, "type": "partial", "text": "hi"}'
         ('{"t_ms": -5, "type": "final", "text": "x"}\n', 1, "greater than or equal to 0"),
         ('{"t_ms": 1, "type": "final", "text": 3}\n', 1, "field 'text'"),
         ('{"t_ms": 1, "type": "final", "text": "x", "speaker": ""}\n', 1, "field 'speaker'"),
+        # a final is an utterance: no longer than evidence takes (heard.utterance)
+        ('{"t_ms": 1, "type": "final", "text": "' + "x" * 20_001 + '"}\n', 1, "field 'text'"),
+        ('{"t_ms": 1, "type": "final", "text": "x", "speaker": "a\\nb"}\n', 1, "field 'speaker'"),
+        ("[" * 100_000 + "\n", 1, "nested too deeply"),
         (
             '{"t_ms": 500, "type": "partial", "text": "a"}\n'
             '{"t_ms": 400, "type": "partial", "text": "a b"}\n',

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from heard.transcript.accumulator import Hypothesis
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.prefetch import PrefetchPolicy, Speculation, TurnPlan
-from heard.transcript.speculation import GateConfig
+from heard.transcript.signals import NO_SIGNALS
+from heard.transcript.speculation import GateConfig, GateDecision
 from heard.transcript.stabilizer import TranscriptStabilizer, TranscriptStep
+from heard.transcript.tokenize import content_tokens
+from heard.transcript.turns import TurnId
+
+WORDS = ["Book", "a", "table,", "for", "Rhea.", "tonight", "the", "I'm", "café", "7", "p.m."]
 
 
 def steps(*events: tuple[int, str, str]) -> list[TranscriptStep]:
@@ -62,3 +71,62 @@ def test_an_interrupt_drops_the_speculation_and_counts_it_only_if_it_ran() -> No
     plan.pending = True
     PrefetchPolicy.on_interrupt(plan, 3, running=True)
     assert plan.wasted == 1
+
+
+def made(
+    t_ms: int,
+    stable: str,
+    decision: GateDecision,
+    *,
+    unstable: str = "",
+    repeated: bool = False,
+    contradiction: bool = False,
+) -> TranscriptStep:
+    """A step as plain data, the way the policy takes it."""
+    hypothesis = Hypothesis(
+        TurnId("ana", 1), tuple(stable.split()), tuple(unstable.split()), 1, False,
+        contradiction=contradiction, repeated=repeated,
+    )  # fmt: skip
+    return TranscriptStep(t_ms, "ana", TurnId("ana", 1), EventKind.PARTIAL, hypothesis, decision,
+                          NO_SIGNALS)  # fmt: skip
+
+
+def test_a_plain_firing_waits_out_the_debounce_and_a_new_signal_does_not() -> None:
+    policy, plan = PrefetchPolicy(GateConfig(debounce_ms=300)), TurnPlan(1)
+    first = policy.on_partial(plan, made(0, "book a table for Rhea", GateDecision.FIRE))
+    assert first == Speculation("book a table for Rhea", pause=False)
+    assert (
+        policy.on_partial(plan, made(100, "book a table for Rhea tonight at", GateDecision.FIRE))
+        is None
+    )
+    signal = made(150, "book a table for Rhea do you remember", GateDecision.FIRE_SIGNAL)
+    assert policy.on_partial(plan, signal) == Speculation(
+        signal.hypothesis.stable_prefix, pause=False
+    )
+    assert (plan.retrievals, plan.wasted, plan.speculated_ms) == (2, 1, 150)
+    later = made(450, "book a table for Rhea do you remember the place", GateDecision.FIRE)
+    assert policy.on_partial(plan, later) is not None  # the window has passed
+
+
+def test_a_contradicted_repeat_is_no_pause() -> None:
+    policy = PrefetchPolicy(GateConfig(debounce_ms=300))
+    quiet = GateDecision.INSUFFICIENT_NEW_CONTENT
+    pause = made(800, "book a table", quiet, unstable="for Rhea", repeated=True)
+    assert policy.on_partial(TurnPlan(1), pause) == Speculation("book a table for Rhea", pause=True)
+    contradicted = made(800, "book a table", quiet, unstable="", repeated=True,
+                        contradiction=True)  # fmt: skip
+    assert policy.on_partial(TurnPlan(1), contradicted) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12), st.integers(1, 6))
+def test_a_steps_query_tokens_are_its_stable_prefix_content_tokens(
+    words: list[str], revisions: int
+) -> None:
+    stabilizer = TranscriptStabilizer()
+    for i in range(revisions):
+        shown = " ".join(words[: max(1, len(words) * (i + 1) // revisions)])
+        step = stabilizer.on_event(TranscriptEvent(100 * i, EventKind.PARTIAL, shown, "ana"))
+        assert step.query_tokens == tuple(content_tokens(step.hypothesis.stable_prefix))
+    final = stabilizer.on_event(TranscriptEvent(1000, EventKind.FINAL, " ".join(words), "ana"))
+    assert final.query_tokens == tuple(content_tokens(" ".join(words)))

@@ -75,8 +75,7 @@ def store_meeting(
     tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime | None = None
 ) -> str:
     """Check every file, then store the meeting with its tracks pending; the meeting id."""
-    db.migrate()
-    return str(jobs.submit(db, tracks, title=title, started_at=started_at))
+    return str(jobs.submit(db, tracks, title=title, started_at=started_at, migrate=True))
 
 
 def recognizer(whisper: WhisperOptions, languages: Iterable[str | None]) -> Transcriber:
@@ -158,6 +157,8 @@ def enqueue(tracks: list[TrackSpec], *, title: str, db: Database, started_at: da
 
     Nothing is stored when a file or the broker is bad.
     """
-    db.migrate()
     title = title or f"Meeting {started_at:%Y-%m-%d %H:%M}"
-    return str(jobs.submit(db, tracks, title=title, started_at=started_at, workers=True))
+    meeting_id = jobs.submit(
+        db, tracks, title=title, started_at=started_at, workers=True, migrate=True
+    )
+    return str(meeting_id)

@@ -117,19 +117,23 @@ def submit(
     started_at: datetime | None = None,
     owner: str = "",
     workers: bool = False,
+    migrate: bool = False,
 ) -> uuid.UUID:
     """Check the tracks' files (those that have one), then store the meeting with its tracks
     pending (or recording, for uploads to come); its id. With ``workers``, the broker is
-    checked first and the meeting's work sent to the Celery workers once stored. Nothing is
-    stored on a bad file or an unreachable broker."""
+    checked first and the meeting's work sent to the Celery workers once stored; with
+    ``migrate``, the schema is brought up to date once the checks pass. Nothing is stored, and
+    no schema made, on a bad file or an unreachable broker."""
     check_files([t for t in tracks if t.location])
     if workers:
-        from heard.pipeline.celery_app import check_broker
+        from heard.pipeline.celery_app import check_broker, enqueue_meeting
 
         check_broker()
+    if migrate:
+        db.migrate()
     meeting_id = create_meeting(db, title=title, tracks=tracks, started_at=started_at, owner=owner)
     if workers:
-        enqueue(db, meeting_id)
+        enqueue_meeting(db, meeting_id)
     return meeting_id
 
 

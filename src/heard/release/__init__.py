@@ -10,4 +10,6 @@ from heard.release.policy import *  # noqa: F403
 from heard.release.tracker import *  # noqa: F403
 from heard.release.translation import *  # noqa: F403
 
-__all__ = [*captions.__all__, *policy.__all__, *tracker.__all__, *translation.__all__]
+# ReleaseConfig is the policy's, and the tracker's too: each name once
+__all__ = list(dict.fromkeys([*captions.__all__, *policy.__all__, *tracker.__all__,
+                              *translation.__all__]))  # fmt: skip

@@ -60,6 +60,7 @@ def _event_model() -> type[BaseModel]:
     from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
     from heard.storable import MAX_NAME_CHARS, readable, storable
+    from heard.utterance import MAX_UTTERANCE_CHARS
 
     Text = Annotated[str, AfterValidator(storable)]  # a final becomes evidence: storable text
 
@@ -68,7 +69,7 @@ def _event_model() -> type[BaseModel]:
 
         t_ms: int = Field(ge=0)
         type: Literal["partial", "final"]
-        text: Text
+        text: Text = Field(max_length=MAX_UTTERANCE_CHARS)  # as an utterance is (a final is one)
         speaker: Annotated[str, AfterValidator(readable)] = Field(
             default=DEFAULT_SPEAKER, min_length=1, max_length=MAX_NAME_CHARS
         )

@@ -16,7 +16,7 @@ from heard.transcript.accumulator import Hypothesis, TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent
 from heard.transcript.signals import NO_SIGNALS, Match, SignalExtractor, Signals, resume_point
 from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGate
-from heard.transcript.tokenize import ENGLISH_STOPWORDS, tokenize
+from heard.transcript.tokenize import ENGLISH_STOPWORDS, content_tokens, tokenize
 from heard.transcript.turns import TurnId, TurnTracker
 
 __all__ = ["StabilizerSummary", "TranscriptStabilizer", "TranscriptStep"]
@@ -33,9 +33,17 @@ class TranscriptStep:
     hypothesis: Hypothesis
     decision: GateDecision
     signals: Signals
-    query_tokens: tuple[str, ...] = ()
+    query_tokens: tuple[str, ...] | None = None
     """The stable prefix's content tokens (English stopwords dropped), kept incrementally:
-    what a speculation keys on, so nobody downstream tokenizes the prefix again."""
+    what a speculation keys on, so nobody downstream tokenizes the prefix again (None, in a
+    step built by hand: ``query`` reads them from the prefix)."""
+
+    @property
+    def query(self) -> tuple[str, ...]:
+        """``query_tokens``, or the stable prefix's content tokens when the step has none."""
+        if self.query_tokens is not None:
+            return self.query_tokens
+        return tuple(content_tokens(self.hypothesis.stable_prefix))
 
     def to_dict(self) -> dict[str, object]:
         return {
