@@ -23,7 +23,7 @@ from heard.errors import (
     UnknownNameError,
 )
 from heard.server.app import ServerSettings, create_app
-from heard.server.errors import STATUS_OF, status_of
+from heard.server.errors import STATUS_OF, STORE_TROUBLE, status_of
 from heard.store.database import Database
 
 CASES: list[tuple[HeardError, int]] = [
@@ -71,4 +71,6 @@ def test_an_error_gets_its_status_and_a_one_line_body(
     assert response.status_code == status
     error = CASES[int(case)][0]
     expected = "internal error" if status == 500 else str(error)
+    if isinstance(error, StoreError):  # which database, and what it said, is the operator's
+        expected = STORE_TROUBLE
     assert response.json() == {"detail": expected}

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
+from heard.errors import StoreError
 from heard.server.app import ServerSettings, create_app
+from heard.server.routes import meetings as meetings_routes
 from heard.store.database import Database
 from heard.store.meetings import track_states
+from heard.store.models import AudioTrack
 from heard.store.tracks import claim_track
 from heard.store.users import add_user
 from tests.conftest import AUDIO
@@ -73,3 +79,75 @@ def test_a_crashed_upload_leaves_nothing_after_a_restart(db: Database, tmp_path:
     debris.write_bytes(b"half an upload")
     with TestClient(create_app(ServerSettings(db, uploads))):
         assert not debris.exists()
+
+
+class FullDisk:
+    """An upload's file on a device with no room left (ENOSPC on the first write)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> FullDisk:
+        self.path.touch()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def write(self, _: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+
+
+def test_a_full_uploads_disk_is_a_507_with_one_line_and_no_debris(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    uploads = tmp_path / "uploads"
+    client, headers, mid = start(db, uploads)
+    monkeypatch.setattr(meetings_routes, "open_upload", FullDisk)
+    reply = client.put(
+        f"/v1/meetings/{mid}/tracks/a", content=(AUDIO / "jfk.flac").read_bytes(), headers=headers
+    )
+    assert reply.status_code == 507
+    assert reply.json() == {
+        "detail": "the server has no room for this upload now; nothing was kept"
+    }
+    assert str(tmp_path) not in reply.text
+    assert "No space left on device" in caplog.text  # the operator's log says what happened
+    assert [p for p in uploads.rglob("*") if p.is_file()] == []
+    assert [t.location for t in track_states(db, mid)] == [""]
+
+
+def test_a_database_that_cannot_be_written_is_a_503_that_names_no_path(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, headers, _ = start(db, tmp_path / "uploads")
+
+    def full(*_: object, **__: object) -> None:
+        raise StoreError(
+            f"database error at sqlite:///{tmp_path}/heard.db: database or disk is full"
+        )
+
+    monkeypatch.setattr(meetings_routes.jobs, "submit", full)
+    reply = client.post(
+        "/v1/meetings", json={"title": "t", "participants": [{"name": "b"}]}, headers=headers
+    )
+    assert reply.status_code == 503
+    assert str(tmp_path) not in reply.text
+    assert "sqlite" not in reply.text
+
+
+def test_a_tracks_error_names_no_server_path(db: Database, tmp_path: Path) -> None:
+    uploads = tmp_path / "uploads"
+    client, headers, mid = start(db, uploads)
+    body = (AUDIO / "jfk.flac").read_bytes()
+    assert client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=headers).is_success
+    (track,) = track_states(db, mid)
+    with db.session() as s:
+        s.execute(
+            update(AudioTrack)
+            .where(AudioTrack.id == track.id)
+            .values(last_error=f"{track.location}: cannot read as audio (in {uploads})")
+        )
+    shown = client.get(f"/v1/meetings/{mid}", headers=headers).json()["tracks"][0]["last_error"]
+    assert str(tmp_path) not in shown
+    assert shown.startswith("the upload: cannot read as audio")

@@ -21,6 +21,7 @@ from heard.errors import (
     MissingDependencyError,
     NotFoundError,
     ServiceError,
+    StoreError,
     UnknownNameError,
 )
 from heard.server.schemas import ErrorOut, InvalidOut
@@ -30,6 +31,7 @@ __all__ = [
     "EXCERPT_CHARS",
     "NOT_FOUND",
     "STATUS_OF",
+    "STORE_TROUBLE",
     "install_error_handlers",
     "invalid_detail",
     "status_of",
@@ -55,6 +57,8 @@ def status_of(error: HeardError) -> int:
             return STATUS_OF[cls]
     return 500
 
+
+STORE_TROUBLE = "the server's database cannot be reached or written just now; try again later"
 
 EXCERPT_CHARS = 80
 """A reply quotes at most this much of what it refuses: never the whole (maybe huge) input."""
@@ -114,4 +118,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if status == 500:
             log.error("unexpected %s", type(exc).__name__, exc_info=exc)
             return JSONResponse({"detail": "internal error"}, status_code=500)
+        if isinstance(exc, StoreError):
+            # the operator's log names the database and what it said; a client learns neither
+            log.error("store: %s", exc)
+            return JSONResponse({"detail": STORE_TROUBLE}, status_code=status)
         return JSONResponse({"detail": str(exc)}, status_code=status)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
+import re
 import uuid
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, BinaryIO, Literal
 
 from fastapi import APIRouter, BackgroundTasks, HTTPException, Query, Request, Response
 from fastapi import Path as FastAPIPath
@@ -50,6 +53,7 @@ MEDIA_TYPES = {
 }
 
 router = APIRouter(prefix="/v1/meetings")
+log = logging.getLogger("heard.server")
 
 Participant = Annotated[Text, FastAPIPath(min_length=1, max_length=200)]
 
@@ -68,6 +72,33 @@ def _summary_out(
     )
 
 
+def open_upload(path: Path) -> BinaryIO:
+    """Where an upload's bytes go (a test puts a full disk here)."""
+    return path.open("wb")
+
+
+def _cannot_keep(error: OSError) -> HTTPException:
+    """An upload the server had no room (507) or no way (503) to keep: one line for the
+    client, without the server's folders; the operator's log says what the system said."""
+    log.error("uploads: cannot write (%s)", error)
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return HTTPException(507, "the server has no room for this upload now; nothing was kept")
+    return HTTPException(503, "the server cannot keep uploads now; nothing was kept")
+
+
+_PATH = re.compile(r"(?<![^\s(\[])/(?:[^\s/:,()'\"]+/)+[^\s:,()'\"]*")
+"""An absolute path of the server's, as an error message may quote it."""
+
+
+def _without_paths(error: str | None, location: str) -> str | None:
+    """A track's error as a client may read it: no path of the server's is said."""
+    if error is None:
+        return error
+    if location:
+        error = error.replace(location, "the upload")
+    return _PATH.sub("<server path>", error)
+
+
 def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
     stands = jobs.view(db, meeting_id, owner)
     tracks = [
@@ -76,7 +107,7 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
             status=jobs.track_label(t),
             attempts=t.attempts,
             offset_s=t.offset_s,
-            last_error=t.last_error,
+            last_error=_without_paths(t.last_error, t.location),
             language=t.language,
             language_probability=t.language_probability,
             language_asked=t.language_asked,
@@ -122,7 +153,14 @@ def meeting(meeting_id: uuid.UUID, user: Caller, settings: Settings) -> MeetingO
 @router.put(
     "/{meeting_id}/tracks/{participant}",
     response_model=MeetingOut,
-    responses={**NOT_FOUND, **BAD, 409: {"model": ErrorOut}, 413: {"model": ErrorOut}},
+    responses={
+        **NOT_FOUND,
+        **BAD,
+        409: {"model": ErrorOut},
+        413: {"model": ErrorOut},
+        503: {"model": ErrorOut},
+        507: {"model": ErrorOut},
+    },
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -143,7 +181,6 @@ async def upload(
     db = settings.db
     track_id = await asyncio.to_thread(track_of, db, meeting_id, participant, user.owner)
     folder = settings.uploads / user.owner / str(meeting_id)
-    folder.mkdir(parents=True, exist_ok=True)
     # every upload writes files of its own: racing uploads of one track never mix, and
     # the track points at exactly one complete upload that decoded (the last to finish)
     upload_id = uuid.uuid4().hex
@@ -151,12 +188,16 @@ async def upload(
     partial = folder / f".{track_id}.{upload_id}.part"
     size = 0
     try:
-        with partial.open("wb") as f:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open_upload(partial) as f:
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > MAX_UPLOAD_BYTES:
                     raise HTTPException(413, f"audio larger than {MAX_UPLOAD_BYTES} bytes")
                 f.write(chunk)
+    except OSError as e:
+        partial.unlink(missing_ok=True)
+        raise _cannot_keep(e) from None
     except BaseException:
         partial.unlink(missing_ok=True)  # too big, or the client went away mid-upload
         raise
