@@ -106,6 +106,11 @@ class Settings:
         "100 languages, a question in one finds evidence in another) or auto (e5 when "
         "HEARD_LANGUAGE names a language other than English, else minilm).",
     )  # fmt: skip
+    resume: bool = _var(
+        "HEARD_RESUME", True,
+        "At start-up, `heard serve` resumes the meetings a process that is gone left off "
+        "(here, or on the workers with --queue); 0: it only takes their tracks back.",
+    )  # fmt: skip
     cors_origins: str = _var(
         "HEARD_CORS_ORIGINS", "",
         "Web origins (comma-separated, e.g. https://app.example.com) whose pages may call "

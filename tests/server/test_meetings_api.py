@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,7 +16,9 @@ from heard.pipeline.run import run_pipeline
 from heard.server.app import ServerSettings, create_app
 from heard.speech import Segment, Transcription
 from heard.store.database import Database
-from heard.store.meetings import track_states
+from heard.store.holder import this_holder
+from heard.store.meetings import TrackSpec, create_meeting, track_states
+from heard.store.tracks import claim_track
 from heard.store.users import add_user
 from heard.testing import FakeTranscriber
 from tests.conftest import AUDIO
@@ -161,28 +168,31 @@ def test_a_language_whisper_does_not_know_is_a_422_naming_the_field(  # type: ig
     assert client.get("/v1/meetings", headers=alice).json() == []
 
 
-def test_a_meeting_whose_process_died_reads_interrupted(db: Database, tmp_path: Path) -> None:
-    """Issue 27: REST says what `heard status` says of a track left `transcribing` by a process
-    that is gone (killed, crashed, the server restarted), and so of its meeting."""
-    import subprocess
-    import sys
-    from datetime import UTC, datetime
-
-    from heard.store.holder import this_holder
-    from heard.store.meetings import TrackSpec, create_meeting, track_states
-    from heard.store.tracks import claim_track
-
-    user, token = add_user(db, "dora")
-    headers = {"Authorization": f"Bearer {token}"}
-    tracks = [TrackSpec("a", str(AUDIO / "jfk.flac")), TrackSpec("b", str(AUDIO / "jfk.flac"))]
-    meeting_id = create_meeting(db, title="cut short", tracks=tracks, owner=user.owner)
+def dead_holder() -> str:
+    """A claim's holder: a process of this host that has ended."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    dead = f"{this_holder().split(':')[0]}:{child.pid}:-"
-    first, second = track_states(db, meeting_id, user.owner)
-    assert claim_track(db, first.id, datetime.now(UTC), holder=dead) is not None
-    assert claim_track(db, second.id, datetime.now(UTC)) is not None  # this process: alive
+    return f"{this_holder().split(':')[0]}:{child.pid}:-"
+
+
+def cut_short(db: Database, owner: str) -> uuid.UUID:
+    """A meeting the way a crash leaves it: track a claimed by a process that is gone."""
+    tracks = [TrackSpec("a", str(AUDIO / "jfk.flac")), TrackSpec("b", str(AUDIO / "jfk.flac"))]
+    meeting_id = create_meeting(db, title="cut short", tracks=tracks, owner=owner)
+    first, _ = track_states(db, meeting_id, owner)
+    assert claim_track(db, first.id, datetime.now(UTC), holder=dead_holder()) is not None
+    return meeting_id
+
+
+def test_a_meeting_whose_process_died_reads_interrupted(db: Database, tmp_path: Path) -> None:
+    """Issue 27: REST says what `heard status` says of a track left `transcribing` by a process
+    that is gone (a worker of this host killed while the server runs), and so of its meeting."""
+    user, token = add_user(db, "dora")
+    headers = {"Authorization": f"Bearer {token}"}
     with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+        meeting_id = cut_short(db, user.owner)
+        _, second = track_states(db, meeting_id, user.owner)
+        assert claim_track(db, second.id, datetime.now(UTC)) is not None  # this process: alive
         shown = client.get(f"/v1/meetings/{meeting_id}", headers=headers).json()
         listed = client.get("/v1/meetings", headers=headers).json()
     assert shown["status"] == "interrupted"
@@ -191,3 +201,40 @@ def test_a_meeting_whose_process_died_reads_interrupted(db: Database, tmp_path: 
         "b": "transcribing",
     }
     assert [m["status"] for m in listed] == ["interrupted"]
+
+
+def test_a_server_that_starts_after_a_crash_resumes_what_it_left(
+    db: Database, tmp_path: Path
+) -> None:
+    """Issue 28: nothing waits for someone to call /run after a crash."""
+    user, token = add_user(db, "dora")
+    meeting_id = cut_short(db, user.owner)
+    jfk = [Segment(0.0, 2.0, "and so my fellow americans")]
+    fake = FakeTranscriber({str(AUDIO / "jfk.flac"): jfk})
+    settings = ServerSettings(db, tmp_path / "uploads", transcriber=fake)
+    with TestClient(create_app(settings)) as client:
+        deadline = time.monotonic() + 60
+        while (shown := client.get(f"/v1/meetings/{meeting_id}", headers={
+            "Authorization": f"Bearer {token}"}).json())["status"] != "complete":  # fmt: skip
+            assert time.monotonic() < deadline, shown
+            time.sleep(0.05)
+    assert [t["status"] for t in shown["tracks"]] == ["done", "done"]
+    assert shown["phrases"] >= 1
+
+
+def test_without_resume_a_crashed_meetings_tracks_take_uploads_again(
+    db: Database, tmp_path: Path
+) -> None:
+    user, token = add_user(db, "dora")
+    headers = {"Authorization": f"Bearer {token}"}
+    meeting_id = cut_short(db, user.owner)
+    fake = FakeTranscriber({})
+    settings = ServerSettings(db, tmp_path / "uploads", transcriber=fake, resume=False)
+    with TestClient(create_app(settings)) as client:
+        shown = client.get(f"/v1/meetings/{meeting_id}", headers=headers).json()
+        assert [t["status"] for t in shown["tracks"]] == ["pending", "pending"]
+        assert "its process" in shown["tracks"][0]["last_error"]
+        body = (AUDIO / "jfk.flac").read_bytes()
+        put = client.put(f"/v1/meetings/{meeting_id}/tracks/a", content=body, headers=headers)
+        assert put.status_code == 200, put.text
+    assert fake.calls == []

@@ -14,10 +14,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from heard.asr.audio import probe_audio
 from heard.errors import InputError
+from heard.pipeline.steps import PipelineOptions, recover_stuck
 from heard.store.database import Database
 from heard.store.holder import holder_is_gone
 from heard.store.meetings import (
@@ -29,6 +30,7 @@ from heard.store.meetings import (
     meeting_state,
 )
 from heard.store.models import MeetingStatus, TrackStatus
+from heard.store.tracks import transcribing_meeting_ids
 from heard.timeline.formats import TranscriptDoc
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "document",
     "enqueue",
     "meeting_label",
+    "recover_interrupted",
     "submit",
     "track_label",
     "view",
@@ -99,6 +102,17 @@ def document(
     if finished:
         MeetingView(record.meeting, record.tracks).require_finished()
     return record.document()
+
+
+def recover_interrupted(
+    db: Database, options: PipelineOptions | None = None, now: datetime | None = None
+) -> list[uuid.UUID]:
+    """Take back the tracks of processes that are gone (as ``run_pipeline`` does for one
+    meeting), in every meeting: they are pending again, or failed after their last attempt,
+    and take uploads again. The meetings that had one, to resume."""
+    options = options or PipelineOptions()
+    now = now or datetime.now(UTC)
+    return [m for m in transcribing_meeting_ids(db) if recover_stuck(db, m, now, options)]
 
 
 def check_files(tracks: Sequence[TrackSpec]) -> None:

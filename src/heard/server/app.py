@@ -12,10 +12,19 @@ The parts: request and reply bodies in ``schemas``, the caller and the server's 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
+from heard.errors import HeardError
+from heard.pipeline import jobs
+from heard.pipeline.run import run_pipeline
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
 from heard.server.live import mount_live
@@ -25,18 +34,46 @@ from heard.server.state import Memories, ServerSettings
 
 __all__ = ["ServerSettings", "create_app"]
 
+log = logging.getLogger("heard.server")
+
+
+def _resume(settings: ServerSettings, meeting_id: uuid.UUID) -> None:
+    """Finish a meeting a process that is gone left off: here, or on the workers."""
+    log.warning("resuming meeting %s, which a process that is gone left off", meeting_id)
+    try:
+        if settings.queue:
+            jobs.enqueue(settings.db, meeting_id)
+        elif settings.transcriber is not None:
+            run_pipeline(meeting_id, db=settings.db, transcriber=settings.transcriber)
+    except HeardError as e:  # the broker or the database is down: the next start tries again
+        log.error("meeting %s not resumed: %s", meeting_id, e)
+
 
 def create_app(settings: ServerSettings) -> FastAPI:
-    """The app for ``settings``: its schema migrated, leftovers of killed uploads removed."""
+    """The app for ``settings``: its schema migrated, leftovers of killed uploads removed, the
+    tracks of processes that are gone taken back (and, once it starts, resumed)."""
     settings.db.migrate()
     for leftover in settings.uploads.glob("*/*/.*.part"):  # uploads cut short by a crash
         leftover.unlink(missing_ok=True)
+    interrupted = jobs.recover_interrupted(settings.db)
     memories = Memories(settings.db, settings.workspace, settings.memory)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        resuming = []
+        if settings.resume and (settings.queue or settings.transcriber is not None):
+            resuming = [asyncio.create_task(asyncio.to_thread(_resume, settings, m))
+                        for m in interrupted]  # fmt: skip
+        yield
+        for task in resuming:
+            task.cancel()  # what is transcribing goes on in its thread; the next start resumes
+
     app = FastAPI(
         title="heard",
         summary="Meetings, live captions and memory for conversation audio.",
         version="0.1.0",
         responses={401: {"model": ErrorOut}},
+        lifespan=lifespan,
     )
     app.state.settings = settings
     app.state.memories = memories

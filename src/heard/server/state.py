@@ -44,6 +44,10 @@ class ServerSettings:
     """Other web origins whose pages may call the API from a browser (none by default)."""
     whisper: WhisperOptions = field(default_factory=WhisperOptions)
     """The model, language and device the live socket recognizes audio with."""
+    resume: bool = True
+    """At start-up, resume the meetings whose transcription a process that is gone left off
+    (in this process with a ``transcriber``, or on the workers with ``queue``); either way
+    their tracks are taken back from the dead process and accept uploads again."""
 
     def workspace(self, owner: str) -> Path:
         return (self.workspaces or self.uploads.parent / "workspaces") / owner

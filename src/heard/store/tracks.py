@@ -98,6 +98,19 @@ def pending_track_ids(db: Database, meeting_id: uuid.UUID) -> list[uuid.UUID]:
         )
 
 
+def transcribing_meeting_ids(db: Database) -> list[uuid.UUID]:
+    """Every meeting (any owner's) with a track some process claimed and has not finished."""
+    with db.session() as s:
+        return list(
+            s.scalars(
+                select(AudioTrack.meeting_id)
+                .where(AudioTrack.status == S.TRANSCRIBING)
+                .distinct()
+                .order_by(AudioTrack.meeting_id)
+            )
+        )
+
+
 def open_track_ids(db: Database, meeting_id: uuid.UUID) -> list[uuid.UUID]:
     """The meeting's tracks that are neither done nor failed."""
     with db.session() as s:
