@@ -10,7 +10,8 @@ tests/test_errors.py holds against the classes::
     │   ├── AudioError          an audio file that is missing, empty or undecodable
     │   ├── NotFoundError       an id (meeting, track, page, user) that does not exist
     │   ├── ModelError          a recognition model, language or device not to be had as asked
-    │   └── ConflictError       an id or name that is taken already; nothing was stored
+    │   ├── ConflictError       an id or name that is taken already; nothing was stored
+    │   └── BusyError           more than a user may ask at once, or in a minute; try later
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
     ├── MissingDependencyError  an optional extra is not installed
@@ -27,6 +28,7 @@ from pathlib import Path
 __all__ = [
     "AudioError",
     "BrokerError",
+    "BusyError",
     "ConflictError",
     "EventLogError",
     "HeardError",
@@ -79,6 +81,15 @@ class ModelError(InputError):
 
 class ConflictError(InputError):
     """Something with that id or name exists already; nothing was stored."""
+
+
+class BusyError(InputError):
+    """More work than one user may ask for at once, or in a minute; nothing was done.
+    ``retry_after_s`` says when asking again may succeed."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class UnknownNameError(HeardError, KeyError):

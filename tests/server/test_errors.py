@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from heard.errors import (
     AudioError,
     BrokerError,
+    BusyError,
     ConflictError,
     EventLogError,
     HeardError,
@@ -29,6 +30,7 @@ from heard.store.database import Database
 CASES: list[tuple[HeardError, int]] = [
     (NotFoundError("no meeting 'x'"), 404),
     (ConflictError("evidence id 'a' is taken"), 409),
+    (BusyError("this user is storing evidence already"), 429),
     (InputError("bad title"), 422),
     (AudioError("x.wav: not audio"), 422),
     (EventLogError("e.jsonl", 2, "malformed JSON"), 422),

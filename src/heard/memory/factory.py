@@ -16,7 +16,7 @@ from pathlib import Path
 
 from heard.llm.provider import Provider
 from heard.memory.dense import Embedder, cached_vectors
-from heard.memory.evidence import EvidenceIndex
+from heard.memory.evidence import EvidenceIndex, embedded_text
 from heard.memory.recall import MemoryRecall, RecallOptions, page_texts
 from heard.memory.utterances import load_index, store_evidence
 from heard.memory.workspace import Workspace, load_workspace
@@ -95,11 +95,20 @@ def remember(
     source: str = "utterances",
 ) -> int:
     """Store ``items`` (all or none, with their vectors when the memory has an embedder) and
-    add them to ``memory``'s evidence, under ``lock``."""
+    add them to ``memory``'s evidence.
+
+    The encoding (seconds, for long texts) and the store's transaction run outside ``lock``:
+    only adding to the index holds it, so recalls of the same memory go on meanwhile. Items
+    another reader caught up with in between (from the store) are not added twice."""
+    embedder = memory.embedder
+    vectors = embedder.embed([embedded_text(u) for u in items]) if embedder and items else None
+    if db is not None:
+        store_evidence(db, items, embedder, source=source, owner=owner, vectors=vectors)
+    index = memory.evidence
+    if index is None:
+        return len(items)
     with lock:
-        vectors = (
-            store_evidence(db, items, memory.embedder, source=source, owner=owner) if db else None
-        )
-        if memory.evidence is not None:
-            memory.evidence.extend(items, vectors)
+        fresh = [i for i, u in enumerate(items) if u.id not in index]
+        rows = vectors[fresh] if vectors is not None and index.embedder is not None else None
+        index.extend((items[i] for i in fresh), rows)
     return len(items)

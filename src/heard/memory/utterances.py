@@ -102,13 +102,15 @@ def store_evidence(
     *,
     source: str = "evidence",
     owner: str = "",
+    vectors: np.ndarray | None = None,
 ) -> np.ndarray | None:
-    """Store ``items`` (all or none) with their vectors when there is an embedder; the
-    vectors, for the caller's index."""
+    """Store ``items`` (all or none) with their vectors when there is an embedder (given in
+    ``vectors``, or encoded here); the vectors, for the caller's index."""
     if embedder is None:
         store_utterances(db, items, source=source, owner=owner)
         return None
-    vectors = embedder.embed([embedded_text(u) for u in items])
+    if vectors is None:
+        vectors = embedder.embed([embedded_text(u) for u in items])
     store_utterances(
         db, items, source=source, owner=owner, model=embedder.name,
         vectors=[row.tobytes() for row in vectors],

@@ -4,6 +4,7 @@ by one handler), the 422 body, and the handlers every request goes through."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from heard.errors import (
+    BusyError,
     ConflictError,
     HeardError,
     InputError,
@@ -42,6 +44,7 @@ log = logging.getLogger("heard.server")
 STATUS_OF: dict[type[HeardError], int] = {
     NotFoundError: 404,
     ConflictError: 409,
+    BusyError: 429,
     InputError: 422,
     UnknownNameError: 422,
     ServiceError: 503,
@@ -118,6 +121,9 @@ def install_error_handlers(app: FastAPI) -> None:
         if status == 500:
             log.error("unexpected %s", type(exc).__name__, exc_info=exc)
             return JSONResponse({"detail": "internal error"}, status_code=500)
+        if isinstance(exc, BusyError):
+            headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+            return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
         if isinstance(exc, StoreError):
             # the operator's log names the database and what it said; a client learns neither
             log.error("store: %s", exc)

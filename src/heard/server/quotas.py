@@ -1,5 +1,6 @@
 """What one token may send over all its live connections (``/v1/live``): token buckets for
-transcript events and for audio, and a bar on new connections after going over either.
+transcript events and for audio, and a bar on new connections after going over either; and
+how much evidence one user may store a minute over REST.
 
 Pure but for the clock, which is injected (``time.monotonic`` by default): tests move it.
 """
@@ -15,6 +16,8 @@ __all__ = [
     "BARRED_S",
     "EVENTS_PER_S",
     "EVENT_BURST",
+    "EVIDENCE_BURST",
+    "EVIDENCE_BYTES_PER_S",
     "REFUSAL_DELAY_S",
     "Bucket",
     "Quota",
@@ -27,6 +30,9 @@ a partial every 100-500 ms per speaker)."""
 AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
 """PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
 of 10 s."""
+EVIDENCE_BYTES_PER_S, EVIDENCE_BURST = 256 * 1024, 32 * 1024 * 1024
+"""Evidence text one user may store (REST): 15 MiB a minute, bursts of 32 MiB (one request at
+the body limit); encoding it is the heaviest work a request can ask for."""
 BARRED_S = 10.0
 """How long a token closed for going over a rate limit may open no live connection."""
 REFUSAL_DELAY_S = 1.0

@@ -12,10 +12,12 @@ from pathlib import Path
 
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import WhisperOptions
+from heard.errors import BusyError
 from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
 from heard.memory.utterances import load_evidence
+from heard.server import quotas
 from heard.store.database import Database
 from heard.store.evidence import (
     memory_changed,
@@ -79,6 +81,10 @@ class Memories:
         self.parts = parts or MemoryParts()
         self._by_owner: dict[str, UserMemory] = {}
         self._lock = threading.Lock()
+        self._storing: dict[str, threading.Lock] = {}
+        """Held while one of the user's stores runs."""
+        self._budget: dict[str, quotas.Bucket] = {}
+        """Bytes of evidence text the user may still store."""
 
     def of(self, owner: str) -> UserMemory:
         with self._lock:
@@ -131,7 +137,28 @@ class Memories:
             memory.version = version
 
     def store(self, owner: str, items: list[Evidence]) -> int:
-        memory = self.of(owner)
-        count = remember(self.db, memory.recall, items, lock=memory.lock, owner=owner)
-        self._caught_up(memory, memory_version(self.db, owner))
-        return count
+        """Store ``items`` for ``owner`` and add them to their memory. One store per user at a
+        time, and ``quotas.EVIDENCE_BYTES_PER_S`` of text: beyond either, ``BusyError``
+        at once (a 429), so one user's uploads never queue on the request threads."""
+        size = sum(len(u.text.encode("utf-8")) for u in items)
+        with self._lock:
+            busy = self._storing.setdefault(owner, threading.Lock())
+            budget = self._budget.setdefault(
+                owner, quotas.Bucket(quotas.EVIDENCE_BYTES_PER_S, quotas.EVIDENCE_BURST)
+            )
+        if not busy.acquire(blocking=False):
+            raise BusyError("this user is storing evidence already; send the next when it is done")
+        try:
+            if not budget.take(size):
+                wait_s = (size - budget.tokens) / budget.per_s
+                raise BusyError(
+                    f"over {quotas.EVIDENCE_BYTES_PER_S * 60 // 2**20} MiB of evidence a minute; "
+                    f"wait {wait_s:.0f} s",
+                    retry_after_s=wait_s,
+                )
+            memory = self.of(owner)
+            count = remember(self.db, memory.recall, items, lock=memory.lock, owner=owner)
+            self._caught_up(memory, memory_version(self.db, owner))
+            return count
+        finally:
+            busy.release()

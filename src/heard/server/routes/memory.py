@@ -35,7 +35,11 @@ Slug = Annotated[str, FastAPIPath(pattern=SLUG)]
     "/evidence",
     status_code=201,
     response_model=StoredOut,
-    responses={**BAD, 409: {"model": ErrorOut, "description": "An id is taken."}},
+    responses={
+        **BAD,
+        409: {"model": ErrorOut, "description": "An id is taken."},
+        429: {"model": ErrorOut, "description": "One store at a time, 15 MiB a minute."},
+    },
 )
 def ingest(body: EvidenceIn, user: Caller, memories: UserMemories) -> StoredOut:
     """Store final utterances as evidence: all of them, or none."""

@@ -1,0 +1,100 @@
+"""Issue 28: one user's heavy work (encoding evidence) stalls no one, themselves included.
+
+The decisions, not timings: encoding holds no lock a reader needs, a user's second store
+while one runs is refused at once (429) instead of waiting on a request thread, and so is
+more text a minute than the budget allows.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from heard.errors import BusyError
+from heard.memory.factory import MemoryParts
+from heard.server import quotas
+from heard.server.app import ServerSettings, create_app
+from heard.server.state import Memories
+from heard.store.database import Database
+from heard.store.users import add_user
+from heard.testing import HashingEmbedder
+from heard.utterance import Evidence
+
+
+class SlowEmbedder(HashingEmbedder):
+    """Encodes evidence only when the test lets it (``go``); queries at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoding = threading.Event()
+        self.go = threading.Event()
+
+    def embed(self, texts: list[str]) -> np.ndarray:  # type: ignore[override]
+        if len(texts) >= 3:  # the batch the test holds up
+            self.encoding.set()
+            assert self.go.wait(30)
+        return super().embed(texts)
+
+
+def said(n: int, prefix: str = "u") -> list[Evidence]:
+    return [
+        Evidence(id=f"{prefix}{i}", speaker="ana", text=f"the ferry to island {i} leaves at noon")
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def memories(db: Database, tmp_path: Path) -> tuple[Memories, SlowEmbedder]:
+    embedder = SlowEmbedder()
+    return Memories(db, lambda owner: tmp_path / owner, MemoryParts(embedder=embedder)), embedder
+
+
+def test_while_a_user_encodes_their_memory_answers_and_a_second_store_is_refused(
+    memories: tuple[Memories, SlowEmbedder],
+) -> None:
+    store, embedder = memories
+    store.store("ana", said(2, "first"))
+    first = threading.Thread(target=store.store, args=("ana", said(3)))
+    first.start()
+    try:
+        assert embedder.encoding.wait(30)
+        memory = store.of("ana")
+        # the lock recall takes is free while the batch is encoded
+        assert memory.lock.acquire(timeout=5)
+        memory.lock.release()
+        hits = memory.recall.recall("when does the ferry leave", k=5).evidence
+        assert [h.id for h in hits][:2] == ["first0", "first1"]
+        with pytest.raises(BusyError, match="storing evidence already"):
+            store.store("ana", said(2, "again"))
+        store.store("bob", said(1, "bob"))  # another user is not held up by ana's
+    finally:
+        embedder.go.set()
+        first.join(30)
+    assert {"u0", "u1", "u2"} <= {
+        h.id for h in store.of("ana").recall.recall("ferry", k=10).evidence
+    }
+
+
+def test_more_text_a_minute_than_the_budget_is_a_429_with_when_to_retry(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(quotas, "EVIDENCE_BURST", 2000)
+    monkeypatch.setattr(quotas, "EVIDENCE_BYTES_PER_S", 10)
+    _, token = add_user(db, "ana")
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+        utterance = {"speaker": "ana", "text": "ferry " * 250}
+        first = client.post("/v1/memory/evidence", headers=headers,
+                            json={"utterances": [{"id": "a", **utterance}]})  # fmt: skip
+        assert first.status_code == 201, first.text
+        second = client.post("/v1/memory/evidence", headers=headers,
+                             json={"utterances": [{"id": "b", **utterance}]})  # fmt: skip
+        assert second.status_code == 429
+        assert "MiB of evidence a minute" in second.json()["detail"]
+        assert int(second.headers["Retry-After"]) >= 100
+        recalled = client.post("/v1/memory/recall", headers=headers, json={"query": "ferry"}).json()
+        assert [r["id"] for r in recalled] == ["a"]
