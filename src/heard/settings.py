@@ -106,6 +106,11 @@ class Settings:
         "100 languages, a question in one finds evidence in another) or auto (e5 when "
         "HEARD_LANGUAGE names a language other than English, else minilm).",
     )  # fmt: skip
+    max_track_s: float = _var(
+        "HEARD_MAX_TRACK_S", 14400.0,
+        "The longest track heard takes, in seconds (4 h): longer audio is refused before it is "
+        "decoded, since a decoded track is held in memory whole (230 MB an hour).",
+    )  # fmt: skip
     resume: bool = _var(
         "HEARD_RESUME", True,
         "At start-up, `heard serve` resumes the meetings a process that is gone left off "

@@ -190,3 +190,18 @@ def test_output_to_a_device_or_pipe_writes_into_it_and_leaves_it_in_place(tmp_pa
     reader.join(timeout=10)
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert received == ["alice: hello\n"]
+
+
+def test_transcribe_refuses_a_track_over_the_limit_before_decoding_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Issue 28: hours of low-bitrate audio fit in a small file; the limit is read from the
+    file's header, and nothing is decoded or stored."""
+    result = heard(
+        "transcribe", f"alice={AUDIO / 'jfk.flac'}", env={**env, "HEARD_MAX_TRACK_S": "5"}
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(
+        "jfk.flac: 11 s of audio; a track may hold at most 5 s ($HEARD_MAX_TRACK_S)"
+    )
+    assert not Database(env["HEARD_DATABASE_URL"]).has_schema()

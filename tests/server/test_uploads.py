@@ -151,3 +151,21 @@ def test_a_tracks_error_names_no_server_path(db: Database, tmp_path: Path) -> No
     shown = client.get(f"/v1/meetings/{mid}", headers=headers).json()["tracks"][0]["last_error"]
     assert str(tmp_path) not in shown
     assert shown.startswith("the upload: cannot read as audio")
+
+
+def test_a_track_longer_than_the_limit_is_a_413_naming_it_before_any_decoding(
+    db: Database, tmp_path: Path
+) -> None:
+    _, token = add_user(db, "alice")
+    headers = {"Authorization": f"Bearer {token}"}
+    uploads = tmp_path / "uploads"
+    with TestClient(create_app(ServerSettings(db, uploads, max_track_s=5.0))) as client:
+        meeting = {"title": "t", "participants": [{"name": "a"}]}
+        mid = client.post("/v1/meetings", headers=headers, json=meeting).json()["id"]
+        reply = client.put(f"/v1/meetings/{mid}/tracks/a", headers=headers,
+                           content=(AUDIO / "jfk.flac").read_bytes())  # fmt: skip
+    assert reply.status_code == 413
+    assert reply.json()["detail"] == (
+        "a's upload: 11 s of audio; a track may hold at most 5 s ($HEARD_MAX_TRACK_S)"
+    )
+    assert [p for p in uploads.rglob("*") if p.is_file()] == []

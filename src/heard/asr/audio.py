@@ -16,7 +16,14 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["SAMPLE_RATE", "AudioInfo", "load_audio", "probe_audio"]
+__all__ = [
+    "MAX_TRACK_S",
+    "SAMPLE_RATE",
+    "AudioInfo",
+    "check_duration",
+    "load_audio",
+    "probe_audio",
+]
 
 SAMPLE_RATE = 16_000
 
@@ -35,6 +42,29 @@ def _check_file(path: Path) -> None:
         raise AudioError(f"{path}: not a regular file")
     if path.stat().st_size == 0:
         raise AudioError(f"{path}: empty file, expected audio")
+
+
+MAX_TRACK_S = 4 * 3600.0
+"""The longest track heard takes by default ($HEARD_MAX_TRACK_S): decoded, a track is held in
+memory whole (16 kHz float32: 230 MB an hour), so a small file of hours of low-bitrate audio
+must not be taken on trust."""
+
+
+def check_duration(info: AudioInfo, max_s: float) -> None:
+    """Refuse a track longer than ``max_s`` seconds, naming the limit, before it is decoded."""
+    if info.duration_s > max_s:
+        raise AudioError(
+            f"{info.path}: {_span(info.duration_s)} of audio; a track may hold at most "
+            f"{_span(max_s)} ($HEARD_MAX_TRACK_S)"
+        )
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.3g} s"
 
 
 def probe_audio(path: str | Path) -> AudioInfo:

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemaining
 from heard.errors import InputError, NotFoundError
 from heard.pipeline import PipelineOutcome, TrackProgress, jobs, run_pipeline
 from heard.pipeline.steps import ClaimedTrack
-from heard.settings import database_url
+from heard.settings import database_url, settings
 from heard.store.database import Database, safe_url
 from heard.store.meetings import TrackSpec, get_meeting, track_states
 from heard.store.models import TrackStatus
@@ -75,7 +75,11 @@ def store_meeting(
     tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime | None = None
 ) -> str:
     """Check every file, then store the meeting with its tracks pending; the meeting id."""
-    return str(jobs.submit(db, tracks, title=title, started_at=started_at, migrate=True))
+    meeting_id = jobs.submit(
+        db, tracks, title=title, started_at=started_at, migrate=True,
+        max_track_s=settings().max_track_s,
+    )  # fmt: skip
+    return str(meeting_id)
 
 
 def recognizer(whisper: WhisperOptions, languages: Iterable[str | None]) -> Transcriber:
@@ -159,6 +163,7 @@ def enqueue(tracks: list[TrackSpec], *, title: str, db: Database, started_at: da
     """
     title = title or f"Meeting {started_at:%Y-%m-%d %H:%M}"
     meeting_id = jobs.submit(
-        db, tracks, title=title, started_at=started_at, workers=True, migrate=True
-    )
+        db, tracks, title=title, started_at=started_at, workers=True, migrate=True,
+        max_track_s=settings().max_track_s,
+    )  # fmt: skip
     return str(meeting_id)

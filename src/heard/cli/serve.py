@@ -155,7 +155,7 @@ def serve(
     server_settings = ServerSettings(
         database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
         cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
-        resume=chosen.resume,
+        resume=chosen.resume, max_track_s=chosen.max_track_s,
     )  # fmt: skip
     served = create_app(server_settings)  # opens and migrates the database: fails here, not later
     typer.echo(

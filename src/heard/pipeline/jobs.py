@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from heard.asr.audio import probe_audio
+from heard.asr.audio import MAX_TRACK_S, check_duration, probe_audio
 from heard.errors import InputError
 from heard.pipeline.steps import PipelineOptions, recover_stuck
 from heard.store.database import Database
@@ -115,10 +115,12 @@ def recover_interrupted(
     return [m for m in transcribing_meeting_ids(db) if recover_stuck(db, m, now, options)]
 
 
-def check_files(tracks: Sequence[TrackSpec]) -> None:
-    """Every track's file decodes and has the channel it names (``InputError`` naming it)."""
+def check_files(tracks: Sequence[TrackSpec], max_track_s: float = MAX_TRACK_S) -> None:
+    """Every track's file decodes, has the channel it names and lasts at most
+    ``max_track_s`` (``InputError`` naming it)."""
     for spec in tracks:
         info = probe_audio(spec.location)
+        check_duration(info, max_track_s)
         if spec.channel is not None and info.channels < 2:
             raise InputError(f"{spec.location}: has {info.channels} channel, cannot take #right")
 
@@ -132,13 +134,14 @@ def submit(
     owner: str = "",
     workers: bool = False,
     migrate: bool = False,
+    max_track_s: float = MAX_TRACK_S,
 ) -> uuid.UUID:
     """Check the tracks' files (those that have one), then store the meeting with its tracks
     pending (or recording, for uploads to come); its id. With ``workers``, the broker is
     checked first and the meeting's work sent to the Celery workers once stored; with
     ``migrate``, the schema is brought up to date once the checks pass. Nothing is stored, and
     no schema made, on a bad file or an unreachable broker."""
-    check_files([t for t in tracks if t.location])
+    check_files([t for t in tracks if t.location], max_track_s)
     if workers:
         from heard.pipeline.celery_app import check_broker, enqueue_meeting
 

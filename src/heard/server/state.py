@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from heard.asr.audio import MAX_TRACK_S
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import WhisperOptions
 from heard.errors import BusyError
@@ -46,6 +47,8 @@ class ServerSettings:
     """Other web origins whose pages may call the API from a browser (none by default)."""
     whisper: WhisperOptions = field(default_factory=WhisperOptions)
     """The model, language and device the live socket recognizes audio with."""
+    max_track_s: float = MAX_TRACK_S
+    """The longest upload a track takes (longer: a 413 before it is decoded)."""
     resume: bool = True
     """At start-up, resume the meetings whose transcription a process that is gone left off
     (in this process with a ``transcriber``, or on the workers with ``queue``); either way

@@ -13,7 +13,7 @@ from typing import Annotated, BinaryIO, Literal
 from fastapi import APIRouter, BackgroundTasks, HTTPException, Query, Request, Response
 from fastapi import Path as FastAPIPath
 
-from heard.asr.audio import probe_audio
+from heard.asr.audio import check_duration, probe_audio
 from heard.errors import ConflictError, InputError
 from heard.pipeline import jobs
 from heard.pipeline.run import run_pipeline
@@ -205,11 +205,16 @@ async def upload(
         partial.unlink(missing_ok=True)
         raise HTTPException(422, "the request body (the audio) is empty")
     try:
-        await asyncio.to_thread(probe_audio, partial)
+        info = await asyncio.to_thread(probe_audio, partial)
     except InputError as e:
         partial.unlink(missing_ok=True)
         reason = str(e).replace(str(partial), "the upload")  # no server folders in replies
         raise HTTPException(422, f"{participant}: not decodable audio ({reason})") from e
+    try:
+        check_duration(info, settings.max_track_s)
+    except InputError as e:
+        partial.unlink(missing_ok=True)
+        raise HTTPException(413, str(e).replace(str(partial), f"{participant}'s upload")) from e
     partial.replace(path)
     try:
         before = await asyncio.to_thread(upload_track, db, track_id, str(path))
