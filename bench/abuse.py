@@ -10,7 +10,11 @@ user's REST recall is timed, one request after another:
   it stops (the backlog);
 * 50 live clients: 50 users stream LoCoMo turns at a normal pace (a partial every 150 ms);
 * 30 clients of recall and writes: 30 users, each alternating a recall and a one-utterance
-  evidence write for 10 s: throughput, p95, p99 (the timed user is not needed here).
+  evidence write for 10 s: throughput, p95, p99 (the timed user is not needed here);
+* heavy (a second server, with dense memory when heard[dense] is installed): one user posts
+  6 MB of valid evidence in a loop for 30 s while another recalls and /healthz is polled;
+  then a ten-hour track (25 MB of FLAC silence made with sox) is uploaded, and the server's
+  peak memory read before and after.
 
 Called by bench/serve.py --abuse. Usage: python bench/abuse.py [--src DIR] [--json]
 """
@@ -21,7 +25,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -221,8 +227,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--src", type=Path, help="run the server from this src/ folder")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--heavy-seconds", type=float, default=30.0,
+                        help="how long the heavy user stores evidence in a loop")  # fmt: skip
+    parser.add_argument("--heavy-only", action="store_true", help="the heavy scenario alone")
     args = parser.parse_args(argv)
-    result = run(args.src)
+    result = {} if args.heavy_only else run(args.src)
+    result |= {f"heavy: {k}": v for k, v in run_heavy(args.src, args.heavy_seconds).items()}
     if args.json:
         print(json.dumps(result, indent=1))
         return result
@@ -233,3 +243,113 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 if __name__ == "__main__":
     main()
+
+
+BIG = [
+    {
+        "id": f"big{i}",
+        "speaker": "ana",
+        "text": ("a long run-on note about the ferry " * 570)[:19_800],
+    }
+    for i in range(300)
+]
+"""About 6 MB of valid evidence: 300 utterances of 19,800 characters."""
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def heavy_evidence(host: str, token: str, seconds: float) -> dict[str, Any]:
+    """6 MB of evidence posted again and again for ``seconds``: what the server answered."""
+    answers: dict[int, int] = {}
+    end = time.monotonic() + seconds
+    with httpx.Client(base_url=f"http://{host}", timeout=600,
+                      headers={"Authorization": f"Bearer {token}"}) as client:  # fmt: skip
+        n = 0
+        while time.monotonic() < end:
+            batch = [{**u, "id": f"{u['id']}-{n}"} for u in BIG]
+            status = client.post("/v1/memory/evidence", json={"utterances": batch}).status_code
+            answers[status] = answers.get(status, 0) + 1
+            n += 1
+            if status == 429:
+                time.sleep(0.5)
+    return {"answers": answers}
+
+
+def health(host: str, until: threading.Event) -> dict[str, int]:
+    """``/healthz`` every quarter second with a 5 s timeout, until ``until``: answered, failed."""
+    answered = failed = 0
+    with httpx.Client(base_url=f"http://{host}", timeout=5) as client:
+        while not until.is_set():
+            try:
+                answered += client.get("/healthz").status_code == 200
+            except httpx.HTTPError:
+                failed += 1
+            time.sleep(0.25)
+    return {"answered": answered, "failed": failed}
+
+
+def ten_hours(folder: Path) -> Path:
+    """Ten hours of silence as FLAC (sox), at 4 kHz: about 25 MB, under the upload limit."""
+    path = folder / "ten_hours.flac"
+    subprocess.run(["sox", "-n", "-r", "4000", "-c", "1", "-b", "16", str(path), "trim", "0",
+                    "36000"], check=True)  # fmt: skip
+    return path
+
+
+def run_heavy(
+    src: Path | None, seconds: float = 30.0, idle_s: float = 5.0, *, dense: bool = True
+) -> dict[str, Any]:
+    """One user stores 6 MB of evidence in a loop for ``seconds`` (dense memory when heard[dense]
+    is installed, as a user's server has it): another user's recall p95 beside it against idle,
+    and /healthz; then a ten-hour track is uploaded: the reply and the server's peak memory."""
+    out: dict[str, Any] = {}
+    with serving(["timed", "heavy", "long"], src, dense=dense) as (host, tokens, pid):
+        with httpx.Client(base_url=f"http://{host}", timeout=120) as client:
+            client.post("/v1/memory/evidence", json={"utterances": UTTERANCES},
+                        headers={"Authorization": f"Bearer {tokens['timed']}"})  # fmt: skip
+        out["idle"] = summary(recalls(host, tokens["timed"], idle_s))
+        done = threading.Event()
+        result: list[dict[str, Any]] = []
+        checked: list[dict[str, int]] = []
+
+        def load() -> None:
+            try:
+                result.append(heavy_evidence(host, tokens["heavy"], seconds))
+            finally:
+                done.set()
+
+        loader = threading.Thread(target=load)
+        checker = threading.Thread(target=lambda: checked.append(health(host, done)))
+        loader.start()
+        checker.start()
+        out["beside_6MB_evidence_loop"] = summary(recalls(host, tokens["timed"], done))
+        loader.join()
+        checker.join()
+        out["evidence_loop"] = result[0] if result else {}
+        out["healthz_during_loop"] = checked[0] if checked else {}
+        out["ratio_p95_to_idle"] = round(
+            out["beside_6MB_evidence_loop"]["p95_ms"] / max(out["idle"]["p95_ms"], 0.1), 2
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            audio = ten_hours(Path(tmp))
+            auth = {"Authorization": f"Bearer {tokens['long']}"}
+            with httpx.Client(base_url=f"http://{host}", timeout=600, headers=auth) as client:
+                before = peak_rss_mb(pid)
+                meeting = {"title": "ten hours", "participants": [{"name": "a"}]}
+                made = client.post("/v1/meetings", json=meeting)
+                reply = client.put(f"/v1/meetings/{made.json()['id']}/tracks/a",
+                                   content=audio.read_bytes())  # fmt: skip
+                out["ten_hour_track"] = {
+                    "status": reply.status_code,
+                    "detail": reply.json().get("detail"),
+                    "file_mb": round(audio.stat().st_size / 2**20, 1),
+                    "peak_rss_mb_before": round(before),
+                    "peak_rss_mb_after": round(peak_rss_mb(pid)),
+                }
+    return out

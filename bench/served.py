@@ -22,12 +22,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(users: list[str], src: Path | None = None) -> Iterator[tuple[str, dict[str, str], int]]:
+def serving(
+    users: list[str], src: Path | None = None, *, dense: bool = False
+) -> Iterator[tuple[str, dict[str, str], int]]:
     """A ``heard serve`` process on SQLite (from the checkout ``src`` when given), with
-    ``users`` added; its ``host:port``, each user's token and its pid. Stopped when the block
-    ends."""
+    ``users`` added, lexical memory unless ``dense``; its ``host:port``, each user's token and
+    its pid. Stopped when the block ends."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp}/serve.db", "HEARD_DENSE": "0"}
+        env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp}/serve.db",
+               "HEARD_DENSE": "1" if dense else "0"}  # fmt: skip
         if src is not None:
             env["PYTHONPATH"] = str(src)
         heard = [sys.executable, "-m", "heard"]

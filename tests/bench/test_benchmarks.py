@@ -227,3 +227,17 @@ def test_multilingual_recall_in_the_evidence_language_and_across() -> None:
     assert cross["R@10"] >= 0.9
     assert cross["R@10"] > result["heard+minilm"]["cross"]["R@10"]
     assert cross["R@10"] > heard["cross"]["R@10"]
+
+
+def test_abuse_benchmark_heavy_user_is_refused_not_queued_and_a_ten_hour_track_is_refused() -> None:
+    """The decisions of the heavy scenario (issue 28), not its timings."""
+    result = load("abuse").run_heavy(None, seconds=3.0, idle_s=1.0, dense=False)
+    answers = result["evidence_loop"]["answers"]
+    assert set(answers) <= {201, 429}
+    assert answers.get(201, 0) >= 1
+    assert result["healthz_during_loop"]["failed"] == 0
+    assert result["healthz_during_loop"]["answered"] > 0
+    assert result["beside_6MB_evidence_loop"]["n"] > 0
+    track = result["ten_hour_track"]
+    assert track["status"] == 413
+    assert "at most 4 h" in track["detail"]
