@@ -12,7 +12,8 @@ user's REST recall is timed, one request after another:
 * 30 clients of recall and writes: 30 users, each alternating a recall and a one-utterance
   evidence write for 10 s: throughput, p95, p99 (the timed user is not needed here);
 * heavy (a second server, with dense memory when heard[dense] is installed): one user posts
-  6 MB of valid evidence in a loop for 30 s while another recalls and /healthz is polled;
+  6 MB of valid evidence in a loop for 30 s, and one utterance at a time from 45 clients
+  beside it, while another user recalls and /healthz is polled;
   then a ten-hour track (25 MB of FLAC silence made with sox) is uploaded, and the server's
   peak memory read before and after.
 
@@ -241,10 +242,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
-if __name__ == "__main__":
-    main()
-
-
 BIG = [
     {
         "id": f"big{i}",
@@ -264,21 +261,47 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def heavy_evidence(host: str, token: str, seconds: float) -> dict[str, Any]:
-    """6 MB of evidence posted again and again for ``seconds``: what the server answered."""
+def heavy_evidence(host: str, token: str, seconds: float, small: int = 45) -> dict[str, Any]:
+    """6 MB of evidence posted again and again for ``seconds``, and beside it ``small``
+    clients of the same user posting one utterance at a time: what the server answered."""
     answers: dict[int, int] = {}
+    lock = threading.Lock()
     end = time.monotonic() + seconds
-    with httpx.Client(base_url=f"http://{host}", timeout=600,
-                      headers={"Authorization": f"Bearer {token}"}) as client:  # fmt: skip
-        n = 0
-        while time.monotonic() < end:
-            batch = [{**u, "id": f"{u['id']}-{n}"} for u in BIG]
+
+    def post(batch: list[dict[str, Any]], client: httpx.Client) -> int:
+        try:
             status = client.post("/v1/memory/evidence", json={"utterances": batch}).status_code
+        except httpx.HTTPError:
+            status = 0  # timed out
+        with lock:
             answers[status] = answers.get(status, 0) + 1
-            n += 1
-            if status == 429:
-                time.sleep(0.5)
-    return {"answers": answers}
+        if status == 429:
+            time.sleep(0.5)
+        return status
+
+    def big() -> None:
+        with httpx.Client(base_url=f"http://{host}", timeout=600,
+                          headers={"Authorization": f"Bearer {token}"}) as client:  # fmt: skip
+            n = 0
+            while time.monotonic() < end:
+                post([{**u, "id": f"{u['id']}-{n}"} for u in BIG], client)
+                n += 1
+
+    def little(k: int) -> None:
+        with httpx.Client(base_url=f"http://{host}", timeout=60,
+                          headers={"Authorization": f"Bearer {token}"}) as client:  # fmt: skip
+            n = 0
+            while time.monotonic() < end:
+                post([{"id": f"s{k}-{n}", "speaker": "ana", "text": "a short note"}], client)
+                n += 1
+
+    threads = [threading.Thread(target=big)]
+    threads += [threading.Thread(target=little, args=(k,)) for k in range(small)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"answers": dict(sorted(answers.items()))}
 
 
 def health(host: str, until: threading.Event) -> dict[str, int]:
@@ -353,3 +376,7 @@ def run_heavy(
                     "peak_rss_mb_after": round(peak_rss_mb(pid)),
                 }
     return out
+
+
+if __name__ == "__main__":
+    main()

@@ -235,6 +235,7 @@ def test_abuse_benchmark_heavy_user_is_refused_not_queued_and_a_ten_hour_track_i
     answers = result["evidence_loop"]["answers"]
     assert set(answers) <= {201, 429}
     assert answers.get(201, 0) >= 1
+    assert answers.get(429, 0) >= 1  # the same user's stores beside a running one
     assert result["healthz_during_loop"]["failed"] == 0
     assert result["healthz_during_loop"]["answered"] > 0
     assert result["beside_6MB_evidence_loop"]["n"] > 0

