@@ -72,6 +72,11 @@ CASES = [
      ["body", "participants", 0, "name"]),
     ("evidence speaker line break", "POST", "/v1/memory/evidence",
      UTTERANCE % ("d1", f"{SECRET}\\n", "hi"), ["body", "utterances", 0, "speaker"]),
+    # issue 28: a number is a JSON number, not a string of digits
+    ("recall k as a string", "POST", "/v1/memory/recall", '{"query": "q", "k": "5"}',
+     ["body", "k"]),
+    ("offset as a string", "POST", "/v1/meetings", MEETING % ("t", "ana", '"5"'),
+     ["body", "participants", 0, "offset_s"]),
     ("participant in the URL NUL", "PUT", f"/v1/meetings/{{meeting}}/tracks/{SECRET}%00",
      None, ["path", "participant"]),
 ]  # fmt: skip

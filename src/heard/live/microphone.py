@@ -62,6 +62,7 @@ class Microphone:
         self._wake = asyncio.Event()
         self._ending = False
         self._closing = False
+        self._flushed: list[asyncio.Future[None]] = []
         self._pacer = Pacer()
         self._task = asyncio.create_task(self._run())
 
@@ -72,6 +73,13 @@ class Microphone:
     def end(self) -> None:
         self._ending = True
         self._wake.set()
+
+    async def flush(self) -> None:
+        """Decode what has arrived, and the last final; return once they are handed on."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._flushed.append(done)
+        self.end()
+        await done
 
     async def close(self) -> None:
         """Decode what is left, then stop."""
@@ -106,6 +114,10 @@ class Microphone:
                 if self._recognizer is not None:
                     await self._hand_on(await asyncio.to_thread(self._recognizer.finish))
                 self._ending = False
+                for done in self._flushed:
+                    if not done.done():
+                        done.set_result(None)
+                self._flushed.clear()
                 if self._closing:
                     return
 

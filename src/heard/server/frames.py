@@ -199,8 +199,11 @@ async def receive(
                 outbox.put_nowait(Heard(received_ms=received * 1000 // SAMPLE_RATE))
                 continue
             if is_end(raw):
+                # answered once everything sent before it is: the audio's last final decoded,
+                # every final stored (or its error sent), every context prepared
                 if audio is not None:
-                    audio.end()
+                    await audio.flush()
+                await conversation.join()
                 outbox.put_nowait(End())
                 continue
             try:

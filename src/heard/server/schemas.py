@@ -84,7 +84,12 @@ Language = Annotated[Text | None, AfterValidator(_language)]
 
 class ParticipantIn(_Strict):
     name: ParticipantName = Field(min_length=1, max_length=200)
-    offset_s: Annotated[float, BeforeValidator(_not_bool)] = Field(default=0.0, ge=0, le=86_400)
+    offset_s: Annotated[float, BeforeValidator(_not_bool)] = Field(
+        default=0.0,
+        ge=0,
+        le=86_400,
+        strict=True,  # a number, not "5"
+    )
     language: Language = Field(default=None, max_length=16)
     """The language the participant speaks; unset: detected by a multilingual model."""
 
@@ -143,7 +148,7 @@ class StoredOut(BaseModel):
 
 class RecallIn(_Strict):
     query: Text = Field(min_length=1, max_length=2000)
-    k: Annotated[int, BeforeValidator(_not_bool)] = Field(default=10, ge=1, le=100)
+    k: Annotated[int, BeforeValidator(_not_bool)] = Field(default=10, ge=1, le=100, strict=True)
 
 
 class RecalledOut(BaseModel):

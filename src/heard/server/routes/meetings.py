@@ -52,6 +52,24 @@ MEDIA_TYPES = {
     "txt": "text/plain",
 }
 
+EXPORTED_JSON = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["participant", "start", "end", "text"],
+        "properties": {
+            "participant": {"type": "string"},
+            "start": {"type": "number", "description": "Seconds from the meeting's start."},
+            "end": {"type": "number"},
+            "text": {"type": "string"},
+            "start_at": {"type": "string", "format": "date-time"},
+            "end_at": {"type": "string", "format": "date-time"},
+            "language": {"type": "string"},
+        },
+    },
+}
+"""What ``format=json`` returns: the timeline's phrases (``heard.timeline.formats``)."""
+
 router = APIRouter(prefix="/v1/meetings")
 log = logging.getLogger("heard.server")
 
@@ -268,7 +286,10 @@ def phrases(meeting_id: uuid.UUID, user: Caller, settings: Settings) -> list[Phr
         **NOT_FOUND,
         200: {
             "description": "The transcript in the asked format.",
-            "content": {t: {"schema": {"type": "string"}} for t in MEDIA_TYPES.values()},
+            "content": {
+                **{t: {"schema": {"type": "string"}} for t in MEDIA_TYPES.values()},
+                "application/json": {"schema": EXPORTED_JSON},
+            },
         },
     },
 )
