@@ -20,8 +20,9 @@ The server answers with JSON messages:
   evidence (a recall made after it finds it); ``{"type": "error", "speaker", "turn",
   "detail"}`` instead when it could not be stored (logged, the connection goes on);
 * ``{"type": "audio", "received_ms"}``: the answer to each audio frame (the audio received so
-  far); ``{"type": "end"}``: the answer to the client's ``{"type": "end"}``. So every frame
-  gets an answer (or an error, or a close code);
+  far); ``{"type": "end"}``: the answer to the client's ``{"type": "end"}``, sent once all
+  it sent before is answered (the last final decoded and stored, its context prepared). So
+  every frame gets an answer (or an error, or a close code);
 * with ``?translate=de``: ``{"type": "translation", "speaker", "text", "translation",
   "translator"}`` per release unit, in order (the LLM provider from the environment,
   or the identity translator, which says so in ``translator``).
