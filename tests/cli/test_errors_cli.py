@@ -218,3 +218,21 @@ def test_memory_ingest_refuses_what_no_store_keeps_in_one_line(
         "memory", "ingest", str(utterances), env={"HEARD_DATABASE_URL": f"sqlite:///{db}"}
     )
     assert problem in one_line_error(result)
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["replay", "--debounce-ms", "-1", EVENTS], "Invalid value for '--debounce-ms'"),
+        (["replay"], "Missing argument 'events'"),
+        (["--nope"], "No such option: --nope"),
+        (["memory", "recall"], "Missing argument"),
+        (["nonsense"], "No such command 'nonsense'"),
+    ],
+    ids=["bad value", "missing argument", "unknown option", "subcommand", "unknown command"],
+)
+def test_a_usage_error_is_one_line_saying_where_the_help_is(args: list[str], problem: str) -> None:
+    """Issue 28: Typer's usage box is not heard's error format."""
+    line = one_line_error(heard(*args))
+    assert problem in line
+    assert line.endswith("--help`)")

@@ -9,14 +9,44 @@ import tempfile
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from heard import __version__
 from heard.errors import HeardError, InputError
 
+EXIT_BAD_INPUT = 2
+
+# Typer carries its own copy of click; its usage error is the base of the BadParameter it exports
+_UsageError: type[Exception] = typer.BadParameter.__mro__[1]
+
+
+class _OneLineErrors(TyperGroup):
+    """A usage error (a bad option value, a missing argument, an unknown option) is one
+    ``heard: error:`` line like every other error, saying where the help is, not a box."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        try:
+            code = super().main(*args, **{**kwargs, "standalone_mode": False})
+        except _UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # the help was shown
+                sys.exit(EXIT_BAD_INPUT)
+            context = getattr(e, "ctx", None)
+            where = f" (see `{context.command_path} --help`)" if context is not None else ""
+            typer.echo(f"heard: error: {e.format_message()}{where}", err=True)  # type: ignore[attr-defined]
+            sys.exit(EXIT_BAD_INPUT)
+        except typer.Abort:
+            typer.echo("heard: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="heard",
     help="Conversation audio into stable transcripts, timelines, captions and memory.",
     no_args_is_help=True,
@@ -27,7 +57,6 @@ app = typer.Typer(
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 128 + 13  # as if killed by SIGPIPE, the way `git log | head` ends
 
 
