@@ -136,3 +136,24 @@ def test_the_table_covers_every_string_and_number_a_request_takes() -> None:
                 assert name in covered or name in {"session", "conversation", "edges"}, (
                     f"{model.__name__}.{name}"
                 )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "raw"),
+    [
+        ("POST", "/v1/memory/recall", '{"query": "a", "k": 1, "k": 100}'),
+        ("POST", "/v1/meetings", '{"title": "t", "participants": [{"name": "a", "name": "b"}]}'),
+        ("PUT", "/v1/memory/pages/p", '{"summary": "one", "summary": "two"}'),
+    ],
+    ids=["recall k twice", "participant name twice", "page summary twice"],
+)
+def test_a_key_named_twice_is_a_422_naming_it_and_nothing_is_done(
+    api: tuple[TestClient, str], method: str, path: str, raw: str
+) -> None:
+    """Issue 28: the last of two equal keys must not win silently."""
+    client, _ = api
+    reply = client.request(method, path, content=raw, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 422
+    assert "twice in one object" in reply.json()["detail"]
+    assert client.get("/v1/memory/pages").json() == []
+    assert len(client.get("/v1/meetings").json()) == 1  # the fixture's own

@@ -17,6 +17,7 @@ from heard.asr.audio import check_duration, probe_audio
 from heard.errors import ConflictError, InputError
 from heard.pipeline import jobs
 from heard.pipeline.run import run_pipeline
+from heard.server.bodies import StrictJSONRoute
 from heard.server.deps import Caller, Settings
 from heard.server.errors import BAD, NOT_FOUND
 from heard.server.schemas import (
@@ -70,7 +71,7 @@ EXPORTED_JSON = {
 }
 """What ``format=json`` returns: the timeline's phrases (``heard.timeline.formats``)."""
 
-router = APIRouter(prefix="/v1/meetings")
+router = APIRouter(prefix="/v1/meetings", route_class=StrictJSONRoute)
 log = logging.getLogger("heard.server")
 
 Participant = Annotated[Text, FastAPIPath(min_length=1, max_length=200)]

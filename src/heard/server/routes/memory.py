@@ -10,6 +10,7 @@ from fastapi import Path as FastAPIPath
 
 from heard.errors import NotFoundError
 from heard.memory.workspace import Page, write_page
+from heard.server.bodies import StrictJSONRoute
 from heard.server.deps import Caller, Settings, UserMemories
 from heard.server.errors import BAD, NOT_FOUND
 from heard.server.schemas import (
@@ -26,7 +27,7 @@ from heard.transcript.tokenize import tokenize
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/memory")
+router = APIRouter(prefix="/v1/memory", route_class=StrictJSONRoute)
 
 Slug = Annotated[str, FastAPIPath(pattern=SLUG)]
 

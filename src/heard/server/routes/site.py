@@ -7,6 +7,7 @@ from pathlib import Path
 from fastapi import APIRouter
 from fastapi.responses import FileResponse
 
+from heard.server.bodies import StrictJSONRoute
 from heard.server.deps import Caller
 from heard.server.schemas import UserOut
 
@@ -24,7 +25,7 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
 
 @router.get("/", include_in_schema=False)

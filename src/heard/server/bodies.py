@@ -1,0 +1,46 @@
+"""How a request's JSON body is read: once, and refused when it names a key twice.
+
+Python's JSON parser keeps the last of two equal keys, so ``{"k": 1, "k": 100}`` would reach a
+route as ``k = 100`` while a proxy or a log that reads the first saw ``1``. Every router's
+routes read their bodies here instead: a 422 naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import HTTPException, Request, Response
+from fastapi.routing import APIRoute
+
+__all__ = ["StrictJSONRoute"]
+
+
+def _one_of_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            shown = key if len(key) <= 40 else f"{key[:40]}..."
+            raise HTTPException(422, f"the JSON body names {shown!r} twice in one object")
+        found[key] = value
+    return found
+
+
+class _StrictJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = json.loads(await self.body(), object_pairs_hook=_one_of_each)
+        return self._json
+
+
+class StrictJSONRoute(APIRoute):
+    """A route whose JSON body may not name a key twice in an object."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            return await handler(_StrictJSONRequest(request.scope, request.receive))
+
+        return route
