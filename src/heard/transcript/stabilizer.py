@@ -99,14 +99,15 @@ class _Speaker:
     signals: Signals = NO_SIGNALS
     stable_words: int = 0
     tokens: list[str] = field(default_factory=list)
-    query: list[str] = field(default_factory=list)
+    query: tuple[str, ...] = ()
+    """Rebuilt only when the stable prefix grows: every step hands it on as it is."""
     entities: list[Match] = field(default_factory=list)
     phrases: list[Match] = field(default_factory=list)
 
     def reset(self) -> None:
         self.signals = NO_SIGNALS
         self.stable_words = 0
-        self.tokens, self.query = [], []
+        self.tokens, self.query = [], ()
         self.entities, self.phrases = [], []
 
 
@@ -177,7 +178,7 @@ class TranscriptStabilizer:
         summary.decisions[decision] += 1
         summary.speculations += decision.fires
         return TranscriptStep(
-            t_ms, speaker, turn, event.kind, hypothesis, decision, state.signals, tuple(state.query)
+            t_ms, speaker, turn, event.kind, hypothesis, decision, state.signals, state.query
         )
 
     def _grow_stable(self, state: _Speaker, hypothesis: Hypothesis) -> None:
@@ -190,7 +191,7 @@ class TranscriptStabilizer:
             return
         limit = len(state.tokens) - self._extractor.longest_phrase + 1
         state.tokens.extend(new_tokens)
-        state.query.extend(t for t in new_tokens if t not in ENGLISH_STOPWORDS)
+        state.query += tuple(t for t in new_tokens if t not in ENGLISH_STOPWORDS)
         # resume where both scans would stand, and replace what they found from there on
         start = resume_point([*state.entities, *state.phrases], limit)
         entities, phrases = self._extractor.matches(state.tokens, start)
