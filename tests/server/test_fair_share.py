@@ -125,6 +125,25 @@ class SilentSocket:
     def close(self) -> None:
         self.sock.close()
 
+    def read_close(self) -> tuple[int, str] | None:
+        """Read what the server sent until it ends the connection: its close frame's code
+        and reason (None: it sent none)."""
+        data = b""
+        with contextlib.suppress(OSError):
+            while chunk := self.sock.recv(65536):
+                data += chunk
+        at = 0
+        while at + 2 <= len(data):  # the server's frames: unmasked
+            opcode, size, at = data[at] & 0x0F, data[at + 1] & 0x7F, at + 2
+            if size >= 126:
+                width = 2 if size == 126 else 8
+                size, at = int.from_bytes(data[at : at + width], "big"), at + width
+            if opcode == 0x8:
+                payload = data[at : at + size]
+                return int.from_bytes(payload[:2], "big"), payload[2:].decode()
+            at += size
+        return None
+
 
 def test_a_client_that_does_not_read_is_closed(
     served: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
@@ -143,12 +162,33 @@ def test_a_client_that_does_not_read_is_closed(
                 silent.send(partial(i, f"{big}{i}"))
             i += 1
             time.sleep(0.02)  # within the rate limit
+        # reading again at once, it gets what was on its way, then the reason
+        assert silent.read_close() == (1008, "not reading: messages waited too long or piled up")
     finally:
         silent.close()
     # and everyone else is served as before
     with connect(f"ws://{host}/v1/live?token={other_token}") as ws:
         ws.send(partial(0, "still here"))
         assert json.loads(ws.recv(timeout=30))["type"] == "hypothesis"
+
+
+def test_a_client_that_takes_nothing_not_even_pings_is_closed(tmp_path: Path) -> None:
+    """Messages too small to back up within the time the keepalive gives: the server's pings
+    go unanswered and the connection is closed with 1011, as README says."""
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", workspaces=tmp_path / "memory"))
+    _, token = add_user(db, "silent")
+    try:
+        with serving(app, ws_ping_interval=0.5, ws_ping_timeout=0.5) as host:
+            silent = SilentSocket(host, f"/v1/live?token={token}")
+            try:
+                silent.send(partial(0, "hello there"))
+                time.sleep(3)  # not reading: neither its hypothesis nor the pings
+                assert silent.read_close() == (1011, "keepalive ping timeout")
+            finally:
+                silent.close()
+    finally:
+        db.dispose()
 
 
 def closed_with(host: str, token: str, frames: int) -> ConnectionClosed | None:

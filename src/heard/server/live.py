@@ -40,7 +40,10 @@ connection for the next 10 s (refused at the handshake after a second's wait, be
 work), so reconnecting does not buy a flooder a new burst, nor the server a handshake a
 millisecond. Recognition, recall and storing run in worker threads; what stays on the event
 loop per event (parsing, one stabilizer step) is bounded by that rate. A client that does not
-take its messages (one waits over 10 s, or 1,000 pile up) is closed with 1008.
+take its messages (one waits over 10 s, or 1,000 pile up) is closed with 1008; one that takes
+in nothing, not even pings, is closed by uvicorn's keepalive with 1011 ("keepalive ping
+timeout", after ``heard serve``'s PING_INTERVAL_S and PING_TIMEOUT_S), which comes first when
+its messages are too small to back up.
 """
 
 from __future__ import annotations
