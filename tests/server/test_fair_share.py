@@ -24,6 +24,7 @@ from websockets.sync.client import connect
 import heard.server.live as live_module
 import heard.server.quotas as quotas_module
 from heard.server.app import ServerSettings, create_app
+from heard.server.transport import MAX_LINE_BYTES
 from heard.store.database import Database
 from heard.store.users import add_user
 from tests.server.threaded import serving
@@ -268,3 +269,34 @@ def test_a_token_closed_for_its_rate_is_refused_a_while_and_others_are_not(
         assert json.loads(ws.recv(timeout=30))["type"] == "hypothesis"
     time.sleep(3.0)  # the bar lifted: served again, within what is left of its burst
     assert closed_with(host, flooder, 1) is None
+
+
+def handshake_reply(host: str, query: str, header: str = "") -> bytes:
+    """The status line a raw WebSocket handshake gets within 5 s (b"": none)."""
+    address, port = host.split(":")
+    with socket.create_connection((address, int(port)), timeout=5) as sock:
+        key = base64.b64encode(os.urandom(16)).decode()
+        sock.sendall(
+            f"GET /v1/live?{query} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n{header}"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        reply = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n" not in reply and (chunk := sock.recv(1024)):
+                reply += chunk
+        return reply.split(b"\r\n")[0]
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1, 60_000])
+def test_a_handshake_line_too_long_is_answered_at_once(
+    served: tuple[str, str, str], extra: int
+) -> None:
+    """The WebSocket library reads no handshake line over 8 KiB and then never answers; up to
+    that length the app answers (a bad token: 403), beyond it a 400, both at once."""
+    host = served[0]
+    query = "token=" + "x" * (MAX_LINE_BYTES - len("GET /v1/live?token= HTTP/1.1\r\n") + extra)
+    expected = b"HTTP/1.1 400 Bad Request" if extra > 0 else b"HTTP/1.1 403 Forbidden"
+    assert handshake_reply(host, query) == expected
+    header = "Cookie: " + "c" * (MAX_LINE_BYTES - len("Cookie: \r\n") + extra) + "\r\n"
+    assert handshake_reply(host, "token=x", header) == expected

@@ -12,6 +12,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from heard.server.transport import UVICORN_OPTIONS
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -22,13 +24,14 @@ def free_port() -> int:
 
 @contextmanager
 def serving(app: FastAPI, **config: Any) -> Iterator[str]:
-    """``app`` served until the block ends (``config``: more of uvicorn's settings); its
-    ``host:port``."""
+    """``app`` served as ``heard serve`` serves it until the block ends (``config``: uvicorn
+    settings in place of heard's); its ``host:port``."""
     import uvicorn
 
     port = free_port()
+    options = UVICORN_OPTIONS | config
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config)
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -122,6 +122,7 @@ def serve(
         import uvicorn
 
         from heard.server.app import ServerSettings, create_app
+        from heard.server.transport import UVICORN_OPTIONS
     except ImportError as e:
         raise MissingDependencyError(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
@@ -163,16 +164,7 @@ def serve(
     )
     for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
         logging.getLogger(name).addFilter(RedactTokens())
-    uvicorn.run(
-        served, host=host, port=port, log_level="info",
-        ws_ping_interval=PING_INTERVAL_S, ws_ping_timeout=PING_TIMEOUT_S,
-    )  # fmt: skip
-
-
-PING_INTERVAL_S = 20.0
-PING_TIMEOUT_S = 20.0
-"""A live client that answers no ping for this long is closed with 1011 (keepalive ping
-timeout): the server's end of a client that takes in nothing, not even pings."""
+    uvicorn.run(served, host=host, port=port, log_level="info", **UVICORN_OPTIONS)
 
 
 class RedactTokens(logging.Filter):

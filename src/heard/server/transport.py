@@ -1,0 +1,52 @@
+"""How uvicorn serves heard: its HTTP protocol and its WebSocket keepalive.
+
+``heard serve`` and the test suite's real servers both run uvicorn with ``UVICORN_OPTIONS``.
+Two things in them are heard's choice rather than uvicorn's defaults:
+
+* A WebSocket handshake is read twice: by the HTTP parser, which reads any length, and then
+  by the WebSocket library, which reads no line over ``MAX_LINE_BYTES`` (8 KiB) and then
+  never answers, holding the descriptor (python-websockets/websockets#1489). A handshake with
+  a longer request line or header line is refused here with a 400 and closed, before it
+  reaches that library.
+* A live client that answers no ping for ``PING_INTERVAL_S`` then ``PING_TIMEOUT_S`` is
+  closed with 1011 "keepalive ping timeout": the end of a client that takes in nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from websockets.http11 import MAX_LINE_LENGTH
+
+__all__ = ["MAX_LINE_BYTES", "PING_INTERVAL_S", "PING_TIMEOUT_S", "UVICORN_OPTIONS"]
+
+MAX_LINE_BYTES = MAX_LINE_LENGTH
+"""The longest line of a WebSocket handshake, its CRLF included (the request line with its
+query, or a header)."""
+PING_INTERVAL_S = 20.0
+PING_TIMEOUT_S = 20.0
+
+
+class BoundedHandshake(HttpToolsProtocol):
+    """uvicorn's httptools protocol, refusing a handshake line the WebSocket library would
+    not read."""
+
+    def handle_websocket_upgrade(self) -> None:
+        # the lines as uvicorn hands them on: "GET <url> HTTP/1.1\r\n", "name: value\r\n"
+        request_line = len(self.scope["method"]) + 1 + len(self.url) + len(" HTTP/1.1\r\n")
+        header_line = max((len(name) + len(value) + 4 for name, value in self.headers), default=0)
+        if max(request_line, header_line) > MAX_LINE_BYTES:
+            self.send_400_response(
+                f"a WebSocket handshake line is over {MAX_LINE_BYTES} bytes "
+                "(a query or a header too long)"
+            )
+            return
+        super().handle_websocket_upgrade()
+
+
+UVICORN_OPTIONS: dict[str, Any] = {
+    "http": BoundedHandshake,
+    "ws_ping_interval": PING_INTERVAL_S,
+    "ws_ping_timeout": PING_TIMEOUT_S,
+}
