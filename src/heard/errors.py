@@ -18,7 +18,8 @@ tests/test_errors.py holds against the classes::
     └── ServiceError            a service heard relies on failed or cannot be reached
         ├── StoreError          the database: unreachable, unopenable, or not heard's
         ├── BrokerError         the Celery broker
-        └── ProviderError       an LLM call: transport, timeout, refusal, no tool call
+        ├── ProviderError       an LLM call: transport, timeout, refusal, no tool call
+        └── StoppingError       this process is shutting down: the work was given back
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "NotFoundError",
     "ProviderError",
     "ServiceError",
+    "StoppingError",
     "StoreError",
     "TurnStateError",
     "UnknownNameError",
@@ -127,3 +129,8 @@ class BrokerError(ServiceError):
 
 class ProviderError(ServiceError):
     """The LLM call failed: transport, timeout, refusal, or no tool call in the answer."""
+
+
+class StoppingError(ServiceError):
+    """This process is shutting down: the work it was doing stopped and nothing of it was
+    kept; asked again (or resumed at the next start), it is done whole."""

@@ -95,9 +95,10 @@ class FakeTranscriber:
             result = Transcription(tuple(result))
         if language is not None:
             result = Transcription(result.segments, language, None)
-        if on_progress is not None and result.segments:
-            end = result.segments[-1].end
-            on_progress(end, end)
+        if on_progress is not None and result.segments:  # after each segment, as whisper's
+            total = result.segments[-1].end
+            for segment in result.segments:
+                on_progress(segment.end, total)
         return result
 
 

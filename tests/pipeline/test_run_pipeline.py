@@ -377,3 +377,22 @@ def test_on_sqlite_a_rebuild_waits_for_the_export_reading_it(db: Database) -> No
     writers[0].join()
     assert len(doc.phrases) == 3
     assert stored(db, mid) == []
+
+
+def test_a_run_told_to_stop_gives_its_track_back_and_starts_no_other(db: Database) -> None:
+    """A server shutting down: the track being transcribed stops at its next segment and is
+    pending again, its attempt not counted; the next run does the whole meeting."""
+    mid = new_meeting(db)
+    stop = threading.Event()
+    fake = FakeTranscriber(SEGMENTS, before=lambda location: stop.set())
+    result = run_pipeline(mid, db=db, transcriber=fake, stop=stop)
+    assert result.outcome is PipelineOutcome.STOPPED
+    assert len(fake.calls) == 1  # the other track was not started
+    states = {t.participant: t for t in track_states(db, mid)}
+    stopped = states["alice" if fake.calls == ["alice.wav"] else "bob"]
+    assert (stopped.status, stopped.attempts) == (TrackStatus.PENDING, 0)
+    assert "shutting down" in str(stopped.last_error)
+    assert phrase_rows(db) == 0
+    again = run_pipeline(mid, db=db, transcriber=FakeTranscriber(SEGMENTS))
+    assert again.outcome is PipelineOutcome.COMPLETE
+    assert stored(db, mid) == expected_phrases()

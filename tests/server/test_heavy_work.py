@@ -1,28 +1,35 @@
-"""Issue 28: one user's heavy work (encoding evidence) stalls no one, themselves included.
+"""Issue 28: one user's heavy work (encoding evidence) stalls no one, themselves included,
+nor the server's shutdown.
 
 The decisions, not timings: encoding holds no lock a reader needs, a user's second store
 while one runs is refused at once (429) instead of waiting on a request thread, and so is
-more text a minute than the budget allows.
+more text a minute than the budget allows; a server told to stop ends the encoding at its
+next batch.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
 
 from heard.errors import BusyError
-from heard.memory.factory import MemoryParts
+from heard.memory.factory import STOP_CHECK_TEXTS, MemoryParts
 from heard.server import quotas
 from heard.server.app import ServerSettings, create_app
 from heard.server.state import Memories
 from heard.store.database import Database
+from heard.store.models import EvidenceRow
 from heard.store.users import add_user
 from heard.testing import HashingEmbedder
 from heard.utterance import Evidence
+from tests.server.threaded import serving
 
 
 class SlowEmbedder(HashingEmbedder):
@@ -98,3 +105,52 @@ def test_more_text_a_minute_than_the_budget_is_a_429_with_when_to_retry(
         assert int(second.headers["Retry-After"]) >= 100
         recalled = client.post("/v1/memory/recall", headers=headers, json={"query": "ferry"}).json()
         assert [r["id"] for r in recalled] == ["a"]
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Each batch of evidence takes a while; counts the batches begun after ``stopping``."""
+
+    def __init__(self, stopping: threading.Event) -> None:
+        super().__init__()
+        self.stopping = stopping
+        self.encoding = threading.Event()
+        self.after_stop = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:  # type: ignore[override]
+        if len(texts) > 1:
+            self.after_stop += self.stopping.is_set()
+            self.encoding.set()
+            time.sleep(0.2)
+        return super().embed(texts)
+
+
+def test_a_server_told_to_stop_ends_its_heavy_work_and_keeps_none_of_it(
+    db: Database, tmp_path: Path
+) -> None:
+    """SIGTERM during a long store: the encoding stops at its next batch (instead of holding
+    the shutdown to the end), the caller gets a 503 saying why, and nothing was stored."""
+    settings = ServerSettings(db, tmp_path / "uploads", workspaces=tmp_path / "memory")
+    embedder = CountingEmbedder(settings.stopping)
+    settings.memory = MemoryParts(embedder=embedder)
+    _, token = add_user(db, "ana")
+    replies: list[httpx.Response] = []
+    batches = 40  # 8 s of encoding
+    with serving(create_app(settings)) as host:
+
+        def post() -> None:
+            body = {"utterances": [{"id": u.id, "speaker": u.speaker, "text": u.text}
+                                   for u in said(batches * STOP_CHECK_TEXTS)]}  # fmt: skip
+            auth = {"Authorization": f"Bearer {token}"}
+            url = f"http://{host}/v1/memory/evidence"
+            replies.append(httpx.post(url, json=body, headers=auth, timeout=60))
+
+        posting = threading.Thread(target=post)
+        posting.start()
+        assert embedder.encoding.wait(30)
+    # out of the block: the server was told to stop, as a signal tells heard serve
+    posting.join(60)
+    assert embedder.after_stop <= 1
+    assert [r.status_code for r in replies] == [503]
+    assert "shutting down" in replies[0].json()["detail"]
+    with db.session() as s:
+        assert s.scalar(select(func.count()).select_from(EvidenceRow)) == 0

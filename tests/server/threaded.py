@@ -3,6 +3,7 @@ patch the server's module constants), on a free loopback port."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
@@ -12,7 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from heard.server.transport import UVICORN_OPTIONS
+from heard.server.transport import UVICORN_OPTIONS, Server
 
 
 def free_port() -> int:
@@ -30,9 +31,8 @@ def serving(app: FastAPI, **config: Any) -> Iterator[str]:
 
     port = free_port()
     options = UVICORN_OPTIONS | config
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
+    server = Server(config, app.state.settings.stopping)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -43,5 +43,5 @@ def serving(app: FastAPI, **config: Any) -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        server.handle_exit(signal.SIGTERM, None)  # as heard serve is stopped
         thread.join(20)

@@ -122,7 +122,7 @@ def serve(
         import uvicorn
 
         from heard.server.app import ServerSettings, create_app
-        from heard.server.transport import UVICORN_OPTIONS
+        from heard.server.transport import UVICORN_OPTIONS, Server
     except ImportError as e:
         raise MissingDependencyError(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
@@ -164,7 +164,8 @@ def serve(
     )
     for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
         logging.getLogger(name).addFilter(RedactTokens())
-    uvicorn.run(served, host=host, port=port, log_level="info", **UVICORN_OPTIONS)
+    config = uvicorn.Config(served, host=host, port=port, log_level="info", **UVICORN_OPTIONS)
+    Server(config, server_settings.stopping).run()
 
 
 class RedactTokens(logging.Filter):

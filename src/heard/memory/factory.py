@@ -14,6 +14,9 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
+from heard.errors import StoppingError
 from heard.llm.provider import Provider
 from heard.memory.dense import Embedder, cached_vectors
 from heard.memory.evidence import EvidenceIndex, embedded_text
@@ -93,15 +96,19 @@ def remember(
     lock: threading.Lock,
     owner: str = "",
     source: str = "utterances",
+    stop: threading.Event | None = None,
 ) -> int:
     """Store ``items`` (all or none, with their vectors when the memory has an embedder) and
-    add them to ``memory``'s evidence.
+    add them to ``memory``'s evidence. Once ``stop`` is set (the process is shutting down)
+    the encoding ends after its current batch with ``StoppingError``, nothing stored.
 
     The encoding (seconds, for long texts) and the store's transaction run outside ``lock``:
     only adding to the index holds it, so recalls of the same memory go on meanwhile. Items
     another reader caught up with in between (from the store) are not added twice."""
     embedder = memory.embedder
-    vectors = embedder.embed([embedded_text(u) for u in items]) if embedder and items else None
+    vectors = None
+    if embedder and items:
+        vectors = embed_unless_stopped(embedder, [embedded_text(u) for u in items], stop)
     if db is not None:
         store_evidence(db, items, embedder, source=source, owner=owner, vectors=vectors)
     index = memory.evidence
@@ -112,3 +119,21 @@ def remember(
         rows = vectors[fresh] if vectors is not None and index.embedder is not None else None
         index.extend((items[i] for i in fresh), rows)
     return len(items)
+
+
+STOP_CHECK_TEXTS = 32
+"""How many texts are encoded between two looks at ``stop`` (the dense embedder's batch)."""
+
+
+def embed_unless_stopped(
+    embedder: Embedder, texts: list[str], stop: threading.Event | None
+) -> np.ndarray:
+    """``embedder.embed(texts)``, a batch at a time while ``stop`` is not set."""
+    if stop is None:
+        return embedder.embed(texts)
+    parts = []
+    for start in range(0, len(texts), STOP_CHECK_TEXTS):
+        if stop.is_set():
+            raise StoppingError("the server is shutting down: nothing was stored, send it again")
+        parts.append(embedder.embed(texts[start : start + STOP_CHECK_TEXTS]))
+    return np.concatenate(parts)

@@ -6,12 +6,14 @@ later, and it converges on the same phrases without duplicates.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from heard.asr.transcriber import Transcriber
+from heard.errors import StoppingError
 from heard.pipeline.steps import (
     ClaimedTrack,
     Clock,
@@ -39,6 +41,9 @@ class PipelineOutcome(StrEnum):
     """A track is still recording (or being transcribed elsewhere); run again later."""
     NOOP = "noop"
     """No transcriber is configured; nothing was done."""
+    STOPPED = "stopped"
+    """The process began to shut down: the track being transcribed was given back (pending,
+    its attempt not counted) and no other was started; run again to finish."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +72,12 @@ def run_pipeline(
     options: PipelineOptions | None = None,
     clock: Clock = utc_now,
     progress: TrackProgress | None = None,
+    stop: threading.Event | None = None,
 ) -> PipelineResult:
     """Transcribe the meeting's pending tracks, then (re)build its phrases.
 
-    ``transcriber=None`` means transcription is disabled: nothing is done.
+    ``transcriber=None`` means transcription is disabled: nothing is done. Once ``stop`` is
+    set (the process is shutting down) the run ends at the track's next segment: STOPPED.
     """
     options = options or PipelineOptions()
     mid = find_meeting_id(db, meeting_id)
@@ -82,14 +89,14 @@ def run_pipeline(
         if not pending:
             break
         for track_id in pending:
+            if stop is not None and stop.is_set():
+                return PipelineResult(mid, PipelineOutcome.STOPPED)
             claim = claim_track(db, track_id, clock())
             if claim is None:
                 continue  # another runner has it
             if progress:
                 progress.started(claim)
-            advance: Callable[[float, float], None] | None = None
-            if progress:
-                advance = lambda done, total, c=claim: progress.advanced(c, done, total)  # noqa: E731
+            advance = _watch(claim, progress, stop)
             status = transcribe_claimed(db, claim, transcriber, clock, options, advance)
             if progress:
                 progress.finished(claim, status)
@@ -107,3 +114,19 @@ def run_pipeline(
         MeetingStatus.FAILED: PipelineOutcome.FAILED,
     }[built.status]
     return PipelineResult(mid, outcome, phrases=built.phrases, failed=built.failed)
+
+
+def _watch(
+    claim: ClaimedTrack, progress: TrackProgress | None, stop: threading.Event | None
+) -> Callable[[float, float], None] | None:
+    """What the transcriber calls after each segment: ``progress``, and a look at ``stop``."""
+    if progress is None and stop is None:
+        return None
+
+    def advanced(done_s: float, total_s: float) -> None:
+        if stop is not None and stop.is_set():
+            raise StoppingError(f"stopped at {done_s:.0f} of {total_s:.0f} s: shutting down")
+        if progress is not None:
+            progress.advanced(claim, done_s, total_s)
+
+    return advanced

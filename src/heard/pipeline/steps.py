@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from heard.asr.transcriber import ProgressCallback, Transcriber
-from heard.errors import InputError
+from heard.errors import InputError, StoppingError
 from heard.settings import Settings
 from heard.store.database import Database
 from heard.store.models import TrackStatus
@@ -88,8 +88,9 @@ def transcribe_claimed(
 ) -> TrackStatus:
     """Transcribe a claimed track and record the outcome; returns the track's new status.
 
-    A bad file (``InputError``) fails the track at once; any other error leaves it
-    ``pending`` for another attempt until ``max_attempts``.
+    A bad file (``InputError``) fails the track at once; a process shutting down
+    (``StoppingError``) gives it back, ``pending`` with its attempt not counted; any other
+    error leaves it ``pending`` for another attempt until ``max_attempts``.
     """
     try:
         heard = transcriber.transcribe(
@@ -99,6 +100,9 @@ def transcribe_claimed(
     except InputError as e:
         return record_outcome(db, claim, clock(), segments=None, transcriber=transcriber.name,
                               error=str(e))  # fmt: skip
+    except StoppingError as e:  # given back whole: pending, and this attempt does not count
+        return record_outcome(db, claim, clock(), segments=None, transcriber=transcriber.name,
+                              error=str(e), retry=True, given_back=True)  # fmt: skip
     except Exception as e:  # noqa: BLE001 - any transcriber failure is recorded on the track
         return record_outcome(
             db, claim, clock(), segments=None, transcriber=transcriber.name,

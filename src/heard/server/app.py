@@ -44,7 +44,10 @@ def _resume(settings: ServerSettings, meeting_id: uuid.UUID) -> None:
         if settings.queue:
             jobs.enqueue(settings.db, meeting_id)
         elif settings.transcriber is not None:
-            run_pipeline(meeting_id, db=settings.db, transcriber=settings.transcriber)
+            run_pipeline(
+                meeting_id, db=settings.db, transcriber=settings.transcriber,
+                stop=settings.stopping,
+            )  # fmt: skip
     except HeardError as e:  # the broker or the database is down: the next start tries again
         log.error("meeting %s not resumed: %s", meeting_id, e)
 
@@ -56,7 +59,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     for leftover in settings.uploads.glob("*/*/.*.part"):  # uploads cut short by a crash
         leftover.unlink(missing_ok=True)
     interrupted = jobs.recover_interrupted(settings.db)
-    memories = Memories(settings.db, settings.workspace, settings.memory)
+    memories = Memories(settings.db, settings.workspace, settings.memory, settings.stopping)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -65,8 +68,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
             resuming = [asyncio.create_task(asyncio.to_thread(_resume, settings, m))
                         for m in interrupted]  # fmt: skip
         yield
+        settings.stopping.set()  # (heard serve sets it at the signal, before requests drain)
         for task in resuming:
-            task.cancel()  # what is transcribing goes on in its thread; the next start resumes
+            task.cancel()  # its thread gives its track back at the next segment
 
     app = FastAPI(
         title="heard",

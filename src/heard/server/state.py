@@ -53,6 +53,9 @@ class ServerSettings:
     """At start-up, resume the meetings whose transcription a process that is gone left off
     (in this process with a ``transcriber``, or on the workers with ``queue``); either way
     their tracks are taken back from the dead process and accept uploads again."""
+    stopping: threading.Event = field(default_factory=threading.Event)
+    """Set when the server begins to shut down: heavy work in flight (encoding evidence,
+    transcribing a track) stops at its next batch or segment and gives its work back."""
 
     def workspace(self, owner: str) -> Path:
         return (self.workspaces or self.uploads.parent / "workspaces") / owner
@@ -78,8 +81,10 @@ class Memories:
         db: Database,
         workspace_of: Callable[[str], Path],
         parts: MemoryParts | None = None,
+        stopping: threading.Event | None = None,
     ) -> None:
         self.db = db
+        self.stopping = stopping
         self.workspace_of = workspace_of
         self.parts = parts or MemoryParts()
         self._by_owner: dict[str, UserMemory] = {}
@@ -160,7 +165,9 @@ class Memories:
                     retry_after_s=wait_s,
                 )
             memory = self.of(owner)
-            count = remember(self.db, memory.recall, items, lock=memory.lock, owner=owner)
+            count = remember(
+                self.db, memory.recall, items, lock=memory.lock, owner=owner, stop=self.stopping
+            )
             self._caught_up(memory, memory_version(self.db, owner))
             return count
         finally:

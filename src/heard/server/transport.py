@@ -8,24 +8,35 @@ Two things in them are heard's choice rather than uvicorn's defaults:
   never answers, holding the descriptor (python-websockets/websockets#1489). A handshake with
   a longer request line or header line is refused here with a 400 and closed, before it
   reaches that library.
+* A signal to stop (SIGINT, SIGTERM) sets the app's ``ServerSettings.stopping`` at once, so
+  heavy work in flight gives its work back at its next batch or segment instead of holding
+  the shutdown (uvicorn waits on in-flight requests, and runs the app's shutdown only after
+  them); what still runs after ``GRACE_S`` is cancelled.
 * A live client that answers no ping for ``PING_INTERVAL_S`` then ``PING_TIMEOUT_S`` is
   closed with 1011 "keepalive ping timeout": the end of a client that takes in nothing.
 """
 
 from __future__ import annotations
 
+import threading
+from types import FrameType
 from typing import Any
 
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from websockets.http11 import MAX_LINE_LENGTH
 
-__all__ = ["MAX_LINE_BYTES", "PING_INTERVAL_S", "PING_TIMEOUT_S", "UVICORN_OPTIONS"]
+__all__ = [
+    "GRACE_S", "MAX_LINE_BYTES", "PING_INTERVAL_S", "PING_TIMEOUT_S", "UVICORN_OPTIONS", "Server",
+]  # fmt: skip
 
 MAX_LINE_BYTES = MAX_LINE_LENGTH
 """The longest line of a WebSocket handshake, its CRLF included (the request line with its
 query, or a header)."""
 PING_INTERVAL_S = 20.0
 PING_TIMEOUT_S = 20.0
+GRACE_S = 30.0
+"""How long a shutdown waits for requests in flight (each stops its heavy work at once)."""
 
 
 class BoundedHandshake(HttpToolsProtocol):
@@ -49,4 +60,17 @@ UVICORN_OPTIONS: dict[str, Any] = {
     "http": BoundedHandshake,
     "ws_ping_interval": PING_INTERVAL_S,
     "ws_ping_timeout": PING_TIMEOUT_S,
+    "timeout_graceful_shutdown": GRACE_S,
 }
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, setting ``stopping`` as soon as it is told to stop."""
+
+    def __init__(self, config: uvicorn.Config, stopping: threading.Event) -> None:
+        super().__init__(config)
+        self.stopping = stopping
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.stopping.set()
+        super().handle_exit(sig, frame)

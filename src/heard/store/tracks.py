@@ -243,10 +243,12 @@ def record_outcome(
     language_probability: float | None = None,
     error: str | None = None,
     retry: bool = False,
+    given_back: bool = False,
 ) -> TrackStatus:
     """Write what the claim's transcription gave: its ``segments`` and their ``language``
-    (``done``), or its ``error``: ``pending`` again when ``retry``, else ``failed``. Returns
-    the new status.
+    (``done``), or its ``error``: ``pending`` again when ``retry``, else ``failed``;
+    ``given_back``: the attempt is not counted (its process stopped it). Returns the new
+    status.
 
     Only the claim's own ``transcribing`` state is overwritten: a track recovered and claimed
     again meanwhile belongs to the newer attempt, and is left as it is.
@@ -258,6 +260,8 @@ def record_outcome(
                    "language_probability": language_probability}  # fmt: skip
     else:
         values |= {"status": S.PENDING if retry else S.FAILED, "last_error": error}
+    if given_back:
+        values["attempts"] = AudioTrack.attempts - 1
     with db.session() as s:
         s.execute(
             update(AudioTrack)

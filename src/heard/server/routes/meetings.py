@@ -262,7 +262,10 @@ def run(
         sent = jobs.enqueue(db, meeting_id)
         return RunOut(id=meeting_id, started=True, queued_tasks=sent)
     if settings.transcriber is not None:
-        background.add_task(run_pipeline, meeting_id, db=db, transcriber=settings.transcriber)
+        background.add_task(
+            run_pipeline, meeting_id, db=db, transcriber=settings.transcriber,
+            stop=settings.stopping,
+        )  # fmt: skip
     return RunOut(id=meeting_id, started=settings.transcriber is not None)
 
 
