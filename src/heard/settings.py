@@ -109,7 +109,7 @@ class Settings:
     max_track_s: float = _var(
         "HEARD_MAX_TRACK_S", 14400.0,
         "The longest track heard takes, in seconds (4 h): longer audio is refused before it is "
-        "decoded, since a decoded track is held in memory whole (230 MB an hour).",
+        "decoded, or, when its header said less, stopped once decoding passes the limit.",
     )  # fmt: skip
     resume: bool = _var(
         "HEARD_RESUME", True,

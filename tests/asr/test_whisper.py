@@ -135,6 +135,7 @@ def raw(
             [Segment(0, 2, "okay.")],
             "repeats the previous segment",
         ),
+        (Segment(60, 62, "Okay."), raw("Okay."), [Segment(0, 2, "okay.")], None),  # said again
     ],
 )
 def test_hallucination_guards(

@@ -242,3 +242,14 @@ def test_abuse_benchmark_heavy_user_is_refused_not_queued_and_a_ten_hour_track_i
     track = result["ten_hour_track"]
     assert track["status"] == 413
     assert "at most 4 h" in track["detail"]
+
+
+@pytest.mark.asr
+def test_long_track_benchmark_transcribes_the_same_track_on_both_sides() -> None:
+    """A 10-minute track (one unit): both sides hear JFK in it and report their peak memory."""
+    result = load("long_track").main(["--hours", "0.17", "--json"])
+    for side in ("heard", "raw_faster_whisper"):
+        assert result[side]["segments"] >= 1
+        assert result[side]["words"] >= 15  # of the clip's 22
+        assert result[side]["peak_rss_mb"] > 0
+    assert result["peak_rss_ratio_raw_to_heard"] > 0

@@ -1,14 +1,19 @@
 """Audio files in, 16 kHz mono float32 samples out (any format PyAV/FFmpeg decodes).
 
-``probe_audio`` checks a file cheaply before anything is stored; ``load_audio``
-decodes it, optionally one channel of a stereo file.
+``probe_audio`` checks a file cheaply before anything is stored; ``audio_windows`` decodes
+it a window at a time (so a track of hours never sits in memory whole), ``load_audio``
+whole; either optionally one channel of a stereo file. Both stop with an ``AudioError``
+naming the limit once more than ``max_s`` seconds come out: a header may lie about the
+duration ``probe_audio`` reads.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 
 from heard.errors import AudioError, MissingDependencyError
 
@@ -19,7 +24,10 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_TRACK_S",
     "SAMPLE_RATE",
+    "WINDOW_S",
     "AudioInfo",
+    "Window",
+    "audio_windows",
     "check_duration",
     "load_audio",
     "probe_audio",
@@ -45,9 +53,13 @@ def _check_file(path: Path) -> None:
 
 
 MAX_TRACK_S = 4 * 3600.0
-"""The longest track heard takes by default ($HEARD_MAX_TRACK_S): decoded, a track is held in
-memory whole (16 kHz float32: 230 MB an hour), so a small file of hours of low-bitrate audio
-must not be taken on trust."""
+"""The longest track heard takes by default ($HEARD_MAX_TRACK_S): a small file may hold hours
+of low-bitrate audio, and hours take hours to transcribe."""
+WINDOW_S = 600.0
+"""A track is decoded and transcribed this much at a time (19 MB of samples at most, however
+long the track), each window ending at the quietest 100 ms of its last CUT_SEARCH_S."""
+CUT_SEARCH_S = 30.0
+_CUT_FRAME = SAMPLE_RATE // 10
 
 
 def check_duration(info: AudioInfo, max_s: float) -> None:
@@ -92,25 +104,115 @@ def probe_audio(path: str | Path) -> AudioInfo:
     return AudioInfo(p, duration_s, channels)
 
 
-def load_audio(path: str | Path, channel: int | None = None) -> npt.NDArray[np.float32]:
-    """Decode ``path`` to 16 kHz float32 mono; ``channel`` 0 or 1 picks one of a stereo pair."""
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Consecutive samples of a track, ``start_s`` seconds into it."""
+
+    start_s: float
+    samples: npt.NDArray[np.float32]
+
+
+def load_audio(
+    path: str | Path, channel: int | None = None, *, max_s: float = math.inf
+) -> npt.NDArray[np.float32]:
+    """Decode ``path`` whole to 16 kHz float32 mono; ``channel`` 0 or 1 picks one of a
+    stereo pair."""
+    import numpy as np
+
+    windows = audio_windows(path, channel, window_s=math.inf, max_s=max_s)
+    return np.concatenate([w.samples for w in windows])
+
+
+def audio_windows(
+    path: str | Path,
+    channel: int | None = None,
+    *,
+    window_s: float | None = None,
+    max_s: float = MAX_TRACK_S,
+) -> Iterator[Window]:
+    """Decode ``path`` to 16 kHz float32 mono, ``window_s`` seconds (default WINDOW_S; up to
+    CUT_SEARCH_S fewer, cut where it is quietest) at a time; ``channel`` 0 or 1 picks one of
+    a stereo pair. Packets that do not decode are skipped, as FFmpeg does."""
     p = Path(path)
     _check_file(p)
     if channel not in (None, 0, 1):
         raise AudioError(f"{p}: channel must be 0 (left) or 1 (right), got {channel}")
     try:
-        from faster_whisper import decode_audio
-    except ImportError as e:  # pragma: no cover - depends on the install
+        import av
+        import numpy as np
+    except ImportError as e:  # pragma: no cover - av comes with faster-whisper
         raise MissingDependencyError(
-            "faster-whisper is missing (it comes with heard: reinstall heard)"
+            "PyAV is missing (it comes with heard: reinstall heard)"
         ) from e
+    window_s = WINDOW_S if window_s is None else window_s
+    whole = math.isinf(window_s)
+    window = 0 if whole else max(1, int(window_s * SAMPLE_RATE))
+    search = min(int(CUT_SEARCH_S * SAMPLE_RATE), window // 2)
+    most = max_s * SAMPLE_RATE
+    start = 0  # samples yielded so far
+    held: list[np.ndarray] = []
+    held_n = 0
     try:
-        if channel is None:
-            samples = decode_audio(str(p), sampling_rate=SAMPLE_RATE)
-        else:
-            samples = decode_audio(str(p), sampling_rate=SAMPLE_RATE, split_stereo=True)[channel]
+        with av.open(str(p), metadata_errors="ignore") as container:
+            if not container.streams.audio:
+                raise AudioError(f"{p}: no audio stream, expected an audio file")
+            for chunk in _decoded(av, container, stereo=channel is not None):
+                samples = chunk.reshape(-1, 2)[:, channel] if channel is not None else chunk
+                held.append(samples)
+                held_n += len(samples)
+                if start + held_n > most:
+                    raise AudioError(
+                        f"{p}: over {_span(max_s)} of audio; a track may hold at most "
+                        f"{_span(max_s)} ($HEARD_MAX_TRACK_S)"
+                    )
+                if not whole and held_n >= window:
+                    buffer = np.concatenate(held)
+                    cut = _quiet_cut(buffer, window - search, window)
+                    yield Window(start / SAMPLE_RATE, _floats(buffer[:cut]))
+                    start += cut
+                    held, held_n = [buffer[cut:]], len(buffer) - cut
+    except AudioError:
+        raise
     except Exception as e:  # noqa: BLE001 - PyAV raises many types for bad files
         raise AudioError(f"{p}: cannot decode audio ({e})") from None
-    if len(samples) == 0:
+    if held_n:
+        yield Window(start / SAMPLE_RATE, _floats(np.concatenate(held)))
+    elif start == 0:
         raise AudioError(f"{p}: no audio samples")
-    return cast("npt.NDArray[np.float32]", samples)
+
+
+def _decoded(av: Any, container: Any, *, stereo: bool) -> Iterator[np.ndarray]:
+    """The first audio stream as 16 kHz int16 arrays (interleaved pairs when ``stereo``)."""
+    stream = container.streams.audio[0]
+    resampler = av.AudioResampler(
+        format="s16", layout="stereo" if stereo else "mono", rate=SAMPLE_RATE
+    )
+    for packet in container.demux(stream):
+        try:
+            frames = packet.decode()
+        except av.error.InvalidDataError:
+            continue
+        for frame in frames:
+            for out in resampler.resample(frame):
+                yield out.to_ndarray().reshape(-1)
+    for out in resampler.resample(None):
+        yield out.to_ndarray().reshape(-1)
+
+
+def _quiet_cut(samples: np.ndarray, lo: int, hi: int) -> int:
+    """Where to end a window between ``lo`` and ``hi``: the middle of its quietest 100 ms."""
+    import numpy as np
+
+    frames = (hi - lo) // _CUT_FRAME
+    if frames < 1:
+        return hi
+    region = samples[lo : lo + frames * _CUT_FRAME].astype(np.float32).reshape(frames, -1)
+    quietest = int(np.argmin((region * region).mean(axis=1)))
+    return lo + quietest * _CUT_FRAME + _CUT_FRAME // 2
+
+
+def _floats(samples: np.ndarray) -> npt.NDArray[np.float32]:
+    import numpy as np
+
+    out: npt.NDArray[np.float32] = samples.astype(np.float32) / 32768.0
+    return out

@@ -13,7 +13,9 @@ Guards against Whisper's two known failure modes on meetings:
   is not fed back as a prompt (``condition_on_previous_text=False``), so one bad
   window cannot seed the next; a segment whose text still compresses more than
   2.4x (the ratio at which Whisper itself treats a decode as degenerate) is
-  dropped, and so is a segment repeating the one before it word for word.
+  dropped, and so is a segment repeating the one before it word for word within
+  ``REPEAT_GAP_S`` of it (a loop runs back to back; "Okay." said again a minute later is
+  speech).
 
 Each (model, device, compute type) is loaded once per process and shared.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from heard.asr.audio import SAMPLE_RATE, load_audio
+from heard.asr.audio import MAX_TRACK_S, SAMPLE_RATE, Window, audio_windows, probe_audio
 from heard.asr.models import (
     DEFAULT_MODEL,
     MULTILINGUAL_HINT,
@@ -71,14 +73,18 @@ class WhisperOptions:
     min_avg_logprob: float = -1.0
     cpu_threads: int = 0
     """0 lets CTranslate2 choose."""
+    max_track_s: float = MAX_TRACK_S
+    """A track whose audio runs longer (whatever its header said) stops with an AudioError
+    naming the limit ($HEARD_MAX_TRACK_S)."""
 
     @classmethod
     def from_settings(cls, chosen: Settings) -> WhisperOptions:
         """The recognizer ``chosen`` names ($HEARD_MODEL, $HEARD_LANGUAGE, $HEARD_DEVICE,
-        $HEARD_COMPUTE_TYPE, $HEARD_ASR_THREADS)."""
+        $HEARD_COMPUTE_TYPE, $HEARD_ASR_THREADS, $HEARD_MAX_TRACK_S)."""
         return cls(
             model=chosen.model, language=chosen.language, device=chosen.device,
             compute_type=chosen.compute_type, cpu_threads=chosen.asr_threads,
+            max_track_s=chosen.max_track_s,
         )  # fmt: skip
 
     @property
@@ -164,6 +170,10 @@ def _compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
+REPEAT_GAP_S = 2.0
+"""A segment repeating the previous kept one starts at most this long after it to be a loop."""
+
+
 class FasterWhisperTranscriber:
     """Transcribe tracks with faster-whisper; see the module docstring for the guards."""
 
@@ -194,12 +204,45 @@ class FasterWhisperTranscriber:
     ) -> Transcription:
         model = self.model
         asked = model.language(language or self.options.language)
-        samples = load_audio(audio, channel) if isinstance(audio, str | Path) else audio
-        total_s = len(samples) / SAMPLE_RATE
+        if isinstance(audio, str | Path):  # decoded a window at a time: memory stays flat
+            total_s = probe_audio(audio).duration_s  # what the header says; checked as decoded
+            windows: Iterable[Window] = audio_windows(
+                audio, channel, max_s=self.options.max_track_s
+            )
+        else:
+            total_s = len(audio) / SAMPLE_RATE
+            windows = [Window(0.0, audio)]
+        self.dropped = []
+        kept: list[Segment] = []
+        detected: tuple[str, float] | None = None
+        end_s = 0.0
+        for window in windows:
+            end_s = window.start_s + len(window.samples) / SAMPLE_RATE
+            total_s = max(total_s, end_s)
+            # a track is one speaker: the first window's language holds for the others
+            raw_segments, info = self._decode(window.samples, asked or (detected or ("",))[0])
+            if detected is None:
+                detected = info.language, round(float(info.language_probability), 4)
+            for raw in raw_segments:
+                segment = _segment(raw, window.start_s)
+                reason = self._reject(segment, raw, kept)
+                if reason:
+                    self.dropped.append((segment, reason))
+                else:
+                    kept.append(segment)
+                if on_progress is not None:
+                    on_progress(min(segment.end, total_s), total_s)
+        if on_progress is not None:
+            on_progress(end_s, end_s)
+        if asked is not None or detected is None:  # given, or the only one an English model knows
+            return Transcription(tuple(kept), asked, None)
+        return Transcription(tuple(kept), *detected)
+
+    def _decode(self, samples: npt.NDArray[np.float32], language: str | None) -> Any:
         o = self.options
-        raw_segments, info = model.whisper.transcribe(
+        return self.model.whisper.transcribe(
             samples,
-            language=asked,
+            language=language or None,
             beam_size=o.beam_size,
             word_timestamps=True,
             condition_on_previous_text=False,
@@ -209,34 +252,6 @@ class FasterWhisperTranscriber:
             vad_filter=True,
             vad_parameters={"min_silence_duration_ms": o.vad_min_silence_ms},
         )
-        self.dropped = []
-        kept: list[Segment] = []
-        for raw in raw_segments:
-            words = tuple(
-                Word(
-                    float(round(w.start, 3)),
-                    float(round(w.end, 3)),
-                    w.word.strip(),
-                    float(round(w.probability, 4)),
-                )
-                for w in (raw.words or ())
-            )
-            segment = Segment(
-                float(round(raw.start, 3)), float(round(raw.end, 3)), raw.text.strip(), words
-            )
-            reason = self._reject(segment, raw, kept)
-            if reason:
-                self.dropped.append((segment, reason))
-            else:
-                kept.append(segment)
-            if on_progress is not None:
-                on_progress(min(raw.end, total_s), total_s)
-        if on_progress is not None:
-            on_progress(total_s, total_s)
-        if asked is not None:  # given, or the only one an English model knows
-            return Transcription(tuple(kept), asked, None)
-        probability = round(float(info.language_probability), 4)
-        return Transcription(tuple(kept), info.language, probability)
 
     def _reject(self, segment: Segment, raw: Any, kept: list[Segment]) -> str | None:
         o = self.options
@@ -250,6 +265,29 @@ class FasterWhisperTranscriber:
             return "probably not speech"
         if _compression_ratio(segment.text) > o.max_compression_ratio:
             return "repetitive text"
-        if kept and kept[-1].text.casefold() == segment.text.casefold():
+        if (
+            kept
+            and kept[-1].text.casefold() == segment.text.casefold()
+            and segment.start - kept[-1].end <= REPEAT_GAP_S
+        ):
             return "repeats the previous segment"
         return None
+
+
+def _segment(raw: Any, offset_s: float) -> Segment:
+    """faster-whisper's segment, ``offset_s`` later (its window's start in the track)."""
+    words = tuple(
+        Word(
+            float(round(offset_s + w.start, 3)),
+            float(round(offset_s + w.end, 3)),
+            w.word.strip(),
+            float(round(w.probability, 4)),
+        )
+        for w in (raw.words or ())
+    )
+    return Segment(
+        float(round(offset_s + raw.start, 3)),
+        float(round(offset_s + raw.end, 3)),
+        raw.text.strip(),
+        words,
+    )
