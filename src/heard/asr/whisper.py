@@ -48,7 +48,9 @@ if TYPE_CHECKING:
 
     from heard.settings import Settings
 
-__all__ = ["FasterWhisperTranscriber", "LoadedModel", "WhisperOptions", "load_model"]
+__all__ = [
+    "FasterWhisperTranscriber", "LoadedModel", "WhisperOptions", "compression_ratio", "load_model",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +167,8 @@ def load_model(options: WhisperOptions) -> LoadedModel:
         return _models[key]
 
 
-def _compression_ratio(text: str) -> float:
+def compression_ratio(text: str) -> float:
+    """How much ``text`` compresses with zlib: over 2.4, Whisper's sign of a repetition loop."""
     data = text.encode("utf-8")
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
@@ -263,7 +266,7 @@ class FasterWhisperTranscriber:
             return f"shorter than {o.min_segment_s} s"
         if raw.no_speech_prob > o.no_speech_prob and raw.avg_logprob < o.min_avg_logprob:
             return "probably not speech"
-        if _compression_ratio(segment.text) > o.max_compression_ratio:
+        if compression_ratio(segment.text) > o.max_compression_ratio:
             return "repetitive text"
         if (
             kept

@@ -28,7 +28,7 @@ from heard.pipeline.run import run_pipeline
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
 from heard.server.live import mount_live
-from heard.server.routes import meetings, memory, site
+from heard.server.routes import meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
 from heard.server.state import Memories, ServerSettings
 
@@ -81,6 +81,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     )
     app.state.settings = settings
     app.state.memories = memories
+    app.state.transcribing = openai.slots()
     install_error_handlers(app)
     app.add_middleware(Guard, database=lambda: settings.db)
     if settings.cors_origins:  # outermost: a preflight (no token) is answered here
@@ -92,7 +93,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             max_age=600,
         )
     app.mount("/static", StaticFiles(directory=site.STATIC), name="static")
-    for router in (site.router, meetings.router, memory.router):
+    for router in (site.router, meetings.router, memory.router, openai.router):
         app.include_router(router)
     mount_live(app, settings, memories)
     return app

@@ -1,5 +1,10 @@
 """How the server answers errors: the HTTP status of each of heard's errors (one table, read
-by one handler), the 422 body, and the handlers every request goes through."""
+by one handler), the 422 body, and the handlers every request goes through.
+
+Every error is ``{"detail": ...}``, except on the OpenAI-compatible routes (``/v1/audio/``),
+whose clients (the OpenAI SDKs) read OpenAI's shape: ``{"error": {"message", "type",
+"param", "code"}}``, and a request that does not validate is a 400 there, as OpenAI answers it.
+"""
 
 from __future__ import annotations
 
@@ -32,8 +37,10 @@ __all__ = [
     "BAD",
     "EXCERPT_CHARS",
     "NOT_FOUND",
+    "OPENAI_PREFIX",
     "STATUS_OF",
     "STORE_TROUBLE",
+    "error_reply",
     "install_error_handlers",
     "invalid_detail",
     "status_of",
@@ -88,6 +95,41 @@ def invalid_detail(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+OPENAI_PREFIX = "/v1/audio/"
+"""The routes that speak OpenAI's protocol, errors included."""
+_OPENAI_TYPES = {401: "invalid_request_error", 429: "rate_limit_exceeded"}
+_OPENAI_CODES = {401: "invalid_api_key", 413: "file_too_large", 429: "rate_limit_exceeded"}
+
+
+def error_reply(path: str, status: int, detail: Any) -> tuple[int, dict[str, Any]]:
+    """The status and body of an error on ``path``: heard's shape, or OpenAI's on its routes
+    (``detail`` may then be a dict with ``message``, ``param`` and ``code``; a validation's
+    list of errors becomes one message, naming the first field)."""
+    if not path.startswith(OPENAI_PREFIX):
+        return status, {"detail": detail}
+    param = code = None
+    if isinstance(detail, dict):
+        message, param, code = detail["message"], detail.get("param"), detail.get("code")
+    elif isinstance(detail, list):  # a validation: 400, as OpenAI answers a bad request
+        status = 400
+        fields = [str(e["loc"][min(1, len(e["loc"]) - 1)]) for e in detail if e.get("loc")]
+        message = "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}" for e in detail)
+        param = fields[0] if fields else None
+    else:
+        message = str(detail)
+    kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    error = {"message": message, "type": kind, "param": param,
+             "code": code or _OPENAI_CODES.get(status)}  # fmt: skip
+    return status, {"error": error}
+
+
+def _reply(
+    request: Request, status: int, detail: Any, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    status, body = error_reply(request.url.path, status, detail)
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}) or None)
+
+
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
 BAD: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "The body is not JSON."},
@@ -109,23 +151,23 @@ def install_error_handlers(app: FastAPI) -> None:
                 if isinstance(route, APIRoute) and route.matches(request.scope)[0] != Match.NONE:
                     methods |= route.methods or set()
             headers["Allow"] = ", ".join(sorted(methods))
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+        return _reply(request, exc.status_code, exc.detail, headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": invalid_detail(exc.errors())}, status_code=422)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _reply(request, 422, invalid_detail(exc.errors()))
 
     @app.exception_handler(HeardError)
-    async def _heard_error(_: Request, exc: HeardError) -> JSONResponse:
+    async def _heard_error(request: Request, exc: HeardError) -> JSONResponse:
         status = status_of(exc)
         if status == 500:
             log.error("unexpected %s", type(exc).__name__, exc_info=exc)
-            return JSONResponse({"detail": "internal error"}, status_code=500)
+            return _reply(request, 500, "internal error")
         if isinstance(exc, BusyError):
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
-            return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
+            return _reply(request, status, str(exc), headers)
         if isinstance(exc, StoreError):
             # the operator's log names the database and what it said; a client learns neither
             log.error("store: %s", exc)
-            return JSONResponse({"detail": STORE_TROUBLE}, status_code=status)
-        return JSONResponse({"detail": str(exc)}, status_code=status)
+            return _reply(request, status, STORE_TROUBLE)
+        return _reply(request, status, str(exc))

@@ -19,6 +19,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heard.server.errors import error_reply
 from heard.server.routes.meetings import MAX_UPLOAD_BYTES
 from heard.store.database import Database
 from heard.store.users import authenticate
@@ -30,6 +31,7 @@ JSON_LIMIT = 1024 * 1024
 BODY_LIMITS: list[tuple[str, re.Pattern[str], int]] = [
     ("PUT", re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+$"), MAX_UPLOAD_BYTES),
     ("POST", re.compile(r"^/v1/memory/evidence$"), 32 * 1024 * 1024),
+    ("POST", re.compile(r"^/v1/audio/transcriptions$"), MAX_UPLOAD_BYTES),
 ]
 """Routes whose bodies may be larger: (method, path, bytes)."""
 
@@ -57,14 +59,14 @@ class Guard:
         token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
         user = await asyncio.to_thread(authenticate, self.database(), token) if token else None
         if user is None:
-            await _reply(send, 401, "a valid bearer token is required",
+            await _reply(send, scope["path"], 401, "a valid bearer token is required",
                          {"WWW-Authenticate": "Bearer"})  # fmt: skip
             return
         scope.setdefault("state", {})["principal"] = user
         limit = body_limit(scope["method"], scope["path"])
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            await _reply(send, 413, f"the body is larger than {limit} bytes")
+            await _reply(send, scope["path"], 413, f"the body is larger than {limit} bytes")
             return
         await self.app(scope, _limited(receive, limit), send)
 
@@ -85,8 +87,11 @@ def _limited(receive: Receive, limit: int) -> Receive:
     return limited
 
 
-async def _reply(send: Send, status: int, detail: str, extra: dict[str, str] | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode()
+async def _reply(
+    send: Send, path: str, status: int, detail: str, extra: dict[str, str] | None = None
+) -> None:
+    status, shaped = error_reply(path, status, detail)
+    body = json.dumps(shaped).encode()
     headers: list[Any] = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

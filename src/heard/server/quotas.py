@@ -1,14 +1,19 @@
 """What one token may send over all its live connections (``/v1/live``): token buckets for
 transcript events and for audio, and a bar on new connections after going over either; and
-how much evidence one user may store a minute over REST.
+how much evidence one user may store a minute over REST; how many files the server
+transcribes at once (``Slots``).
 
 Pure but for the clock, which is injected (``time.monotonic`` by default): tests move it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+from heard.errors import BusyError
 
 __all__ = [
     "AUDIO_BURST",
@@ -21,6 +26,7 @@ __all__ = [
     "REFUSAL_DELAY_S",
     "Bucket",
     "Quota",
+    "Slots",
     "limit_text",
 ]
 
@@ -82,3 +88,28 @@ def limit_text(what: str) -> str:
     if what == "events":
         return f"{EVENTS_PER_S} events/s (bursts of {EVENT_BURST})"
     return f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
+
+
+class Slots:
+    """Heavy work (a whole file transcribed) bounded per user and for the server: one at a
+    time per user and ``total`` at once; beyond either, ``BusyError`` at once (a 429) rather
+    than a request thread waiting."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._lock = threading.Lock()
+        self._busy: set[str] = set()
+
+    @contextlib.contextmanager
+    def taken(self, owner: str) -> Iterator[None]:
+        with self._lock:
+            if owner in self._busy:
+                raise BusyError("this user is transcribing a file already; send the next after it")
+            if len(self._busy) >= self.total:
+                raise BusyError(f"the server is transcribing {self.total} files; try again soon")
+            self._busy.add(owner)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy.discard(owner)

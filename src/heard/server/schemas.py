@@ -23,6 +23,7 @@ __all__ = [
     "MeetingIn",
     "MeetingOut",
     "Name",
+    "OpenAIErrorOut",
     "PageIn",
     "PageOut",
     "ParticipantIn",
@@ -184,6 +185,19 @@ class UserOut(BaseModel):
 
 class ErrorOut(BaseModel):
     detail: str
+
+
+class OpenAIError(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class OpenAIErrorOut(BaseModel):
+    """An error on the OpenAI-compatible routes, in OpenAI's shape."""
+
+    error: OpenAIError
 
 
 class InvalidOut(BaseModel):

@@ -1,7 +1,8 @@
 """Transcript formats: JSON, SubRip, WebVTT, Markdown and plain text.
 
 Every format names the speaker on every cue or line (WebVTT with a ``<v Name>``
-voice span). Input is a sequence of ``TimedPhrase``; rendering is pure.
+voice span), unless the phrase has none (SubRip and WebVTT then hold the text alone, as a
+recognizer's subtitles do). Input is a sequence of ``TimedPhrase``; rendering is pure.
 
 Where the tracks' languages are known, the formats carry them: JSON on every phrase; WebVTT
 in a ``Language:`` header (one language) or a ``<lang>`` span on every cue (several), and a
@@ -134,8 +135,11 @@ def render_srt(doc: TranscriptDoc) -> str:
         name = _srt(p.participant)
         return f"{name} [{p.language}]" if several and p.language else name
 
+    def line(p: TimedPhrase) -> str:
+        return f"{speaker(p)}: {_srt(p.text)}" if p.participant else _srt(p.text)
+
     cues = [
-        f"{i}\n{_clock(p.start_s, ',')} --> {_clock(p.end_s, ',')}\n{speaker(p)}: {_srt(p.text)}\n"
+        f"{i}\n{_clock(p.start_s, ',')} --> {_clock(p.end_s, ',')}\n{line(p)}\n"
         for i, p in enumerate(doc.phrases, 1)
     ]
     return "\n".join(cues)
@@ -158,9 +162,11 @@ def render_vtt(doc: TranscriptDoc) -> str:
         escaped = _vtt_escape(p.text)
         return f"<lang {p.language}>{escaped}</lang>" if len(codes) > 1 and p.language else escaped
 
+    def voice(p: TimedPhrase) -> str:
+        return f"<v {_vtt_escape(p.participant)}>" if p.participant else ""
+
     blocks += [
-        f"{_clock(p.start_s, '.')} --> {_clock(p.end_s, '.')}\n"
-        f"<v {_vtt_escape(p.participant)}>{text(p)}\n"
+        f"{_clock(p.start_s, '.')} --> {_clock(p.end_s, '.')}\n{voice(p)}{text(p)}\n"
         for p in doc.phrases
     ]
     return "\n".join(blocks)
