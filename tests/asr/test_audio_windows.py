@@ -120,3 +120,24 @@ def test_a_track_transcribed_in_windows_keeps_its_words_and_their_times(
     assert starts[0] < 1.0
     assert heard.segments[-1].end == pytest.approx(10.5, abs=1.0)
     assert progress[-1][0] == progress[-1][1] == pytest.approx(11.0, abs=0.1)
+
+
+@pytest.mark.asr
+def test_the_language_comes_from_the_first_window_with_speech(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A participant who speaks only after the first window: the silence before does not
+    decide the track's language (the multilingual base model)."""
+    if shutil.which("espeak-ng") is None:
+        pytest.fail("espeak-ng is missing: run the tests through tools/test.sh")
+    spoken = tmp_path / "es.wav"
+    subprocess.run(["espeak-ng", "-v", "es", "-s", "140", "-w", str(spoken),
+                    "Buenos días a todos. Hoy vamos a hablar del presupuesto de la oficina de "
+                    "Lisboa y de los planes para el próximo año."], check=True)  # fmt: skip
+    speech = (load_audio(spoken) * 32767).astype(np.int16)
+    track = write_wav(tmp_path / "late.wav", np.concatenate([np.zeros(40 * SAMPLE_RATE), speech]))
+    monkeypatch.setattr(audio_module, "WINDOW_S", 30.0)  # the first window: silence only
+    heard = FasterWhisperTranscriber(WhisperOptions(model="base")).transcribe(track)
+    assert heard.language == "es"
+    assert heard.segments
+    assert heard.segments[0].start > 30.0

@@ -24,7 +24,7 @@ from websockets.sync.client import connect
 import heard.server.live as live_module
 import heard.server.quotas as quotas_module
 from heard.server.app import ServerSettings, create_app
-from heard.server.transport import MAX_LINE_BYTES
+from heard.server.transport import MAX_HEADERS, MAX_LINE_BYTES
 from heard.store.database import Database
 from heard.store.users import add_user
 from tests.server.threaded import serving
@@ -300,3 +300,13 @@ def test_a_handshake_line_too_long_is_answered_at_once(
     assert handshake_reply(host, query) == expected
     header = "Cookie: " + "c" * (MAX_LINE_BYTES - len("Cookie: \r\n") + extra) + "\r\n"
     assert handshake_reply(host, "token=x", header) == expected
+
+
+@pytest.mark.parametrize("headers", [MAX_HEADERS, MAX_HEADERS + 1])
+def test_a_handshake_with_too_many_headers_is_answered_at_once(
+    served: tuple[str, str, str], headers: int
+) -> None:
+    """The library reads at most 128 headers, then never answers: beyond, a 400 at once."""
+    extra = "".join(f"X-Filler-{i}: x\r\n" for i in range(headers - 5))  # 5 of the handshake's
+    expected = b"HTTP/1.1 400 Bad Request" if headers > MAX_HEADERS else b"HTTP/1.1 403 Forbidden"
+    assert handshake_reply(served[0], "token=x", extra) == expected

@@ -179,11 +179,11 @@ def test_every_frame_gets_an_answer(server) -> None:  # type: ignore[no-untyped-
     ]
 
 
-@pytest.mark.asr
 def keys(words: list[str]) -> list[str]:
     return [normalized_key(w) for w in words]
 
 
+@pytest.mark.asr
 def test_live_websocket_transcribes_pcm_audio(server) -> None:  # type: ignore[no-untyped-def]
     """Real speech as the microphone: JFK in 100 ms PCM16 frames through the real recognizer."""
     from heard.asr.audio import load_audio

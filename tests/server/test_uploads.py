@@ -151,6 +151,22 @@ def test_a_tracks_error_names_no_server_path(db: Database, tmp_path: Path) -> No
     shown = client.get(f"/v1/meetings/{mid}", headers=headers).json()["tracks"][0]["last_error"]
     assert str(tmp_path) not in shown
     assert shown.startswith("the upload: cannot read as audio")
+    # as OSError quotes a path (one with a space, too), and as a transcriber may
+    spaced = tmp_path / "my data" / "models"
+    errors = [
+        f"[Errno 28] No space left on device: '{uploads}'",
+        f'OSError: cannot open "{spaced}/tiny.bin"',
+        f"RuntimeError: at {spaced}",
+    ]
+    for error in errors:
+        with db.session() as s:
+            s.execute(update(AudioTrack).where(AudioTrack.id == track.id)
+                      .values(last_error=error))  # fmt: skip
+        reply = client.get(f"/v1/meetings/{mid}", headers=headers).json()
+        shown = reply["tracks"][0]["last_error"]
+        assert str(tmp_path) not in shown
+        assert "data" not in shown  # no piece of the path after a space
+        assert "<server path>" in shown
 
 
 def test_a_track_longer_than_the_limit_is_a_413_naming_it_before_any_decoding(

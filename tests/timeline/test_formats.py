@@ -94,7 +94,7 @@ def test_unknown_languages_leave_every_format_as_it_was() -> None:
 
 # Issue 28: names, titles and phrases a hostile user chose (every edge refuses control
 # characters now, but a meeting stored before, or a phrase a recognizer wrote, reaches here)
-CUE = "x\n\n99\n00:00:00,000 --> 09:59:59,000\nINJECTED CUE"
+CUE = "x\n\n99\n00:00:00,000 ---> 09:59:59,000\nINJECTED CUE"  # more dashes: still an arrow
 FORGED = TranscriptDoc(
     [
         TimedPhrase(CUE, 0.0, 1.0, "hello --> there\r\nNOTE injected"),

@@ -222,11 +222,11 @@ class FasterWhisperTranscriber:
         for window in windows:
             end_s = window.start_s + len(window.samples) / SAMPLE_RATE
             total_s = max(total_s, end_s)
-            # a track is one speaker: the first window's language holds for the others
+            # a track is one speaker: the first window with speech says the language of the rest
             raw_segments, info = self._decode(window.samples, asked or (detected or ("",))[0])
-            if detected is None:
-                detected = info.language, round(float(info.language_probability), 4)
+            heard_speech = False
             for raw in raw_segments:
+                heard_speech = True
                 segment = _segment(raw, window.start_s)
                 reason = self._reject(segment, raw, kept)
                 if reason:
@@ -235,6 +235,10 @@ class FasterWhisperTranscriber:
                     kept.append(segment)
                 if on_progress is not None:
                     on_progress(min(segment.end, total_s), total_s)
+            if detected is None and heard_speech:
+                detected = info.language, round(float(info.language_probability), 4)
+            if on_progress is not None:  # also between windows with no speech in them
+                on_progress(end_s, total_s)
         if on_progress is not None:
             on_progress(end_s, end_s)
         if asked is not None or detected is None:  # given, or the only one an English model knows

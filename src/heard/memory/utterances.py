@@ -15,7 +15,7 @@ line that is a partial (``"type": "partial"``) is refused: only finals are evide
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +47,19 @@ MAX_LINE_BYTES = 1 << 20
 most 20,000 characters."""
 
 
+def _lines(p: Path) -> Iterator[tuple[int, bytes]]:
+    """``p``'s lines, numbered; one longer than MAX_LINE_BYTES stops the reading at once
+    (memory holds one line at most)."""
+    try:
+        with p.open("rb") as f:
+            for number, line in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
+                if len(line) > MAX_LINE_BYTES:
+                    raise InputError(f"{p}:{number}: line longer than {MAX_LINE_BYTES} bytes")
+                yield number, line
+    except OSError as e:
+        raise InputError(f"{p}: cannot read ({e.strerror})") from None
+
+
 def read_utterances(path: str | Path) -> list[Evidence]:
     """Validate a whole utterance file; one utterance per line."""
     p = Path(path)
@@ -54,14 +67,7 @@ def read_utterances(path: str | Path) -> list[Evidence]:
         raise InputError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
     out: list[Evidence] = []
     seen: set[str] = set()
-    try:
-        with p.open("rb") as f:
-            lines = list(enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1))
-    except OSError as e:
-        raise InputError(f"{p}: cannot read ({e.strerror})") from None
-    for number, line in lines:
-        if len(line) > MAX_LINE_BYTES:
-            raise InputError(f"{p}:{number}: line longer than {MAX_LINE_BYTES} bytes")
+    for number, line in _lines(p):
         try:
             raw = line.decode("utf-8")
         except UnicodeDecodeError as e:

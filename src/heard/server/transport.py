@@ -7,7 +7,7 @@ Two things in them are heard's choice rather than uvicorn's defaults:
   by the WebSocket library, which reads no line over ``MAX_LINE_BYTES`` (8 KiB) and then
   never answers, holding the descriptor (python-websockets/websockets#1489). A handshake with
   a longer request line or header line is refused here with a 400 and closed, before it
-  reaches that library.
+  reaches that library; so is one with more than ``MAX_HEADERS`` headers.
 * A signal to stop (SIGINT, SIGTERM) sets the app's ``ServerSettings.stopping`` at once, so
   heavy work in flight gives its work back at its next batch or segment instead of holding
   the shutdown (uvicorn waits on in-flight requests, and runs the app's shutdown only after
@@ -24,15 +24,23 @@ from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from websockets.http11 import MAX_LINE_LENGTH
+from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 
 __all__ = [
-    "GRACE_S", "MAX_LINE_BYTES", "PING_INTERVAL_S", "PING_TIMEOUT_S", "UVICORN_OPTIONS", "Server",
-]  # fmt: skip
+    "GRACE_S",
+    "MAX_HEADERS",
+    "MAX_LINE_BYTES",
+    "PING_INTERVAL_S",
+    "PING_TIMEOUT_S",
+    "UVICORN_OPTIONS",
+    "Server",
+]
 
 MAX_LINE_BYTES = MAX_LINE_LENGTH
 """The longest line of a WebSocket handshake, its CRLF included (the request line with its
 query, or a header)."""
+MAX_HEADERS = MAX_NUM_HEADERS
+"""The most headers a WebSocket handshake may have (the library reads no more, and hangs)."""
 PING_INTERVAL_S = 20.0
 PING_TIMEOUT_S = 20.0
 GRACE_S = 30.0
@@ -47,6 +55,9 @@ class BoundedHandshake(HttpToolsProtocol):
         # the lines as uvicorn hands them on: "GET <url> HTTP/1.1\r\n", "name: value\r\n"
         request_line = len(self.scope["method"]) + 1 + len(self.url) + len(" HTTP/1.1\r\n")
         header_line = max((len(name) + len(value) + 4 for name, value in self.headers), default=0)
+        if len(self.headers) > MAX_HEADERS:
+            self.send_400_response(f"a WebSocket handshake with over {MAX_HEADERS} headers")
+            return
         if max(request_line, header_line) > MAX_LINE_BYTES:
             self.send_400_response(
                 f"a WebSocket handshake line is over {MAX_LINE_BYTES} bytes "

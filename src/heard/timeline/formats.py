@@ -89,9 +89,12 @@ def _line(text: str) -> str:
     return " ".join(text.split())
 
 
+_ARROW = re.compile(r"-{2,}>")
+
+
 def _srt(text: str) -> str:
     """One line of a SubRip cue: no arrow that a player could take for a timing line."""
-    return _line(text).replace("-->", "->")
+    return _ARROW.sub("->", _line(text))
 
 
 _MD_MARKS = re.compile(r"([\\`*_\[\]<>|~])")

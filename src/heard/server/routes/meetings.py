@@ -105,7 +105,7 @@ def _cannot_keep(error: OSError) -> HTTPException:
     return HTTPException(503, "the server cannot keep uploads now; nothing was kept")
 
 
-_PATH = re.compile(r"(?<![^\s(\[])/(?:[^\s/:,()'\"]+/)+[^\s:,()'\"]*")
+_PATH = re.compile(r"(?<![^\s(\['\"])/(?:[^/:,()'\"]+/)+[^:,()'\"]*")
 """An absolute path of the server's, as an error message may quote it."""
 
 
