@@ -380,8 +380,9 @@ def test_on_sqlite_a_rebuild_waits_for_the_export_reading_it(db: Database) -> No
 
 
 def test_a_run_told_to_stop_gives_its_track_back_and_starts_no_other(db: Database) -> None:
-    """A server shutting down: the track being transcribed stops at its next segment and is
-    pending again, its attempt not counted; the next run does the whole meeting."""
+    """A server shutting down: the track being transcribed stops at its next segment, its
+    attempt not counted; once the process is gone, the next start takes the track back and
+    resumes the meeting (HEARD_RESUME), which is then done whole."""
     mid = new_meeting(db)
     stop = threading.Event()
     fake = FakeTranscriber(SEGMENTS, before=lambda location: stop.set())
@@ -390,9 +391,16 @@ def test_a_run_told_to_stop_gives_its_track_back_and_starts_no_other(db: Databas
     assert len(fake.calls) == 1  # the other track was not started
     states = {t.participant: t for t in track_states(db, mid)}
     stopped = states["alice" if fake.calls == ["alice.wav"] else "bob"]
-    assert (stopped.status, stopped.attempts) == (TrackStatus.PENDING, 0)
+    assert (stopped.status, stopped.attempts) == (TrackStatus.TRANSCRIBING, 0)
+    assert stopped.claimed_by == this_holder()  # still this process's, until it is gone
     assert "shutting down" in str(stopped.last_error)
     assert phrase_rows(db) == 0
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with db.session() as s:  # the process exits
+        s.execute(update(AudioTrack).where(AudioTrack.status == TrackStatus.TRANSCRIBING)
+                  .values(claimed_by=f"{this_holder().split(':')[0]}:{dead.pid}:-"))  # fmt: skip
+    assert jobs.recover_interrupted(db) == [mid]  # what the next start resumes
     again = run_pipeline(mid, db=db, transcriber=FakeTranscriber(SEGMENTS))
     assert again.outcome is PipelineOutcome.COMPLETE
     assert stored(db, mid) == expected_phrases()

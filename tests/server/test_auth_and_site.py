@@ -74,6 +74,7 @@ def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-d
         "/v1/memory/recall",
         "/v1/memory/pages",
         "/v1/memory/pages/{slug}",
+        "/v1/audio/transcriptions",
     }
     upload = spec["paths"]["/v1/meetings/{meeting_id}/tracks/{participant}"]["put"]
     assert "application/octet-stream" in upload["requestBody"]["content"]

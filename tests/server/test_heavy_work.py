@@ -27,7 +27,7 @@ from heard.server.state import Memories
 from heard.store.database import Database
 from heard.store.models import EvidenceRow
 from heard.store.users import add_user
-from heard.testing import HashingEmbedder
+from heard.testing import FakeTranscriber, HashingEmbedder
 from heard.utterance import Evidence
 from tests.server.threaded import serving
 
@@ -154,3 +154,51 @@ def test_a_server_told_to_stop_ends_its_heavy_work_and_keeps_none_of_it(
     assert "shutting down" in replies[0].json()["detail"]
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(EvidenceRow)) == 0
+
+
+def test_meetings_run_on_their_own_threads_four_per_user_at_most(
+    db: Database, tmp_path: Path
+) -> None:
+    """Issue 28: one user running many meetings takes none of the request threads (before, a
+    run was a background task on them: 40 runs and nobody was answered) and may have four
+    waiting or running; a fifth is a 429 at once, another user's is taken."""
+    release = threading.Event()
+    threads: list[str] = []
+
+    def hold(_: str) -> None:
+        threads.append(threading.current_thread().name)
+        assert release.wait(30)
+
+    audio = str(Path(__file__).parents[1] / "data" / "audio" / "jfk.flac")
+    fake = FakeTranscriber({}, before=hold)  # (what it does after the hold is not the point)
+    settings = ServerSettings(db, tmp_path / "uploads", transcriber=fake)
+    app = create_app(settings)
+    tokens = {name: add_user(db, name)[1] for name in ("ana", "ben")}
+    with TestClient(app) as client:
+
+        def meeting(name: str) -> str:
+            auth = {"Authorization": f"Bearer {tokens[name]}"}
+            made = client.post("/v1/meetings", headers=auth,
+                               json={"title": "t", "participants": [{"name": "a"}]})  # fmt: skip
+            with open(audio, "rb") as f:
+                put = client.put(f"/v1/meetings/{made.json()['id']}/tracks/a", content=f.read(),
+                                 headers=auth)  # fmt: skip
+            assert put.status_code == 200, put.text
+            return str(made.json()["id"])
+
+        def run(name: str, mid: str) -> int:
+            auth = {"Authorization": f"Bearer {tokens[name]}"}
+            return client.post(f"/v1/meetings/{mid}/run", headers=auth).status_code
+
+        anas = [meeting("ana") for _ in range(5)]
+        assert [run("ana", m) for m in anas[:4]] == [202] * 4
+        assert run("ana", anas[0]) == 202  # the same meeting again: nothing new
+        assert run("ana", anas[4]) == 429
+        assert run("ben", meeting("ben")) == 202
+        assert client.get("/v1/me", headers={"Authorization": f"Bearer {tokens['ben']}"}).is_success
+        deadline = time.monotonic() + 30
+        while not threads and time.monotonic() < deadline:
+            time.sleep(0.05)
+        release.set()
+    assert threads
+    assert all(name.startswith("heard-run") for name in threads)

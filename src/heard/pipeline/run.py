@@ -42,8 +42,8 @@ class PipelineOutcome(StrEnum):
     NOOP = "noop"
     """No transcriber is configured; nothing was done."""
     STOPPED = "stopped"
-    """The process began to shut down: the track being transcribed was given back (pending,
-    its attempt not counted) and no other was started; run again to finish."""
+    """The process began to shut down: the track being transcribed was given back (its attempt
+    not counted; the next start resumes it) and no other was started."""
 
 
 @dataclass(frozen=True, slots=True)

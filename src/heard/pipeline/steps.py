@@ -89,7 +89,8 @@ def transcribe_claimed(
     """Transcribe a claimed track and record the outcome; returns the track's new status.
 
     A bad file (``InputError``) fails the track at once; a process shutting down
-    (``StoppingError``) gives it back, ``pending`` with its attempt not counted; any other
+    (``StoppingError``) gives it back: still its claim, the attempt not counted, so the next
+    start of a server takes it back and resumes it; any other
     error leaves it ``pending`` for another attempt until ``max_attempts``.
     """
     try:
@@ -100,9 +101,9 @@ def transcribe_claimed(
     except InputError as e:
         return record_outcome(db, claim, clock(), segments=None, transcriber=transcriber.name,
                               error=str(e))  # fmt: skip
-    except StoppingError as e:  # given back whole: pending, and this attempt does not count
+    except StoppingError as e:  # given back whole; the next start resumes it, uncounted
         return record_outcome(db, claim, clock(), segments=None, transcriber=transcriber.name,
-                              error=str(e), retry=True, given_back=True)  # fmt: skip
+                              error=str(e), given_back=True)  # fmt: skip
     except Exception as e:  # noqa: BLE001 - any transcriber failure is recorded on the track
         return record_outcome(
             db, claim, clock(), segments=None, transcriber=transcriber.name,

@@ -24,30 +24,26 @@ from fastapi.staticfiles import StaticFiles
 
 from heard.errors import HeardError
 from heard.pipeline import jobs
-from heard.pipeline.run import run_pipeline
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
 from heard.server.live import mount_live
 from heard.server.routes import meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
-from heard.server.state import Memories, ServerSettings
+from heard.server.state import Memories, Runs, ServerSettings
 
 __all__ = ["ServerSettings", "create_app"]
 
 log = logging.getLogger("heard.server")
 
 
-def _resume(settings: ServerSettings, meeting_id: uuid.UUID) -> None:
+def _resume(settings: ServerSettings, runs: Runs, meeting_id: uuid.UUID) -> None:
     """Finish a meeting a process that is gone left off: here, or on the workers."""
     log.warning("resuming meeting %s, which a process that is gone left off", meeting_id)
     try:
         if settings.queue:
             jobs.enqueue(settings.db, meeting_id)
         elif settings.transcriber is not None:
-            run_pipeline(
-                meeting_id, db=settings.db, transcriber=settings.transcriber,
-                stop=settings.stopping,
-            )  # fmt: skip
+            runs.resume(meeting_id)
     except HeardError as e:  # the broker or the database is down: the next start tries again
         log.error("meeting %s not resumed: %s", meeting_id, e)
 
@@ -60,17 +56,19 @@ def create_app(settings: ServerSettings) -> FastAPI:
         leftover.unlink(missing_ok=True)
     interrupted = jobs.recover_interrupted(settings.db)
     memories = Memories(settings.db, settings.workspace, settings.memory, settings.stopping)
+    runs = Runs(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         resuming = []
         if settings.resume and (settings.queue or settings.transcriber is not None):
-            resuming = [asyncio.create_task(asyncio.to_thread(_resume, settings, m))
+            resuming = [asyncio.create_task(asyncio.to_thread(_resume, settings, runs, m))
                         for m in interrupted]  # fmt: skip
         yield
         settings.stopping.set()  # (heard serve sets it at the signal, before requests drain)
         for task in resuming:
-            task.cancel()  # its thread gives its track back at the next segment
+            task.cancel()
+        runs.close()  # a run under way gives its track back at the next segment
 
     app = FastAPI(
         title="heard",
@@ -82,6 +80,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.memories = memories
     app.state.transcribing = openai.slots()
+    app.state.runs = runs
     install_error_handlers(app)
     app.add_middleware(Guard, database=lambda: settings.db)
     if settings.cors_origins:  # outermost: a preflight (no token) is answered here

@@ -1,12 +1,17 @@
-"""What a running server holds: its settings and each user's memory.
+"""What a running server holds: its settings, each user's memory, and the meetings it
+transcribes.
 
 Shared by the REST app (``heard.server.app``) and the live socket (``heard.server.live``).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
+import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +23,7 @@ from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
 from heard.memory.utterances import load_evidence
+from heard.pipeline.run import run_pipeline
 from heard.server import quotas
 from heard.store.database import Database
 from heard.store.evidence import (
@@ -25,7 +31,9 @@ from heard.store.evidence import (
     memory_version,
 )
 
-__all__ = ["Memories", "ServerSettings", "UserMemory"]
+__all__ = ["Memories", "Runs", "ServerSettings", "UserMemory"]
+
+log = logging.getLogger("heard.server")
 
 
 @dataclass
@@ -172,3 +180,55 @@ class Memories:
             return count
         finally:
             busy.release()
+
+
+class Runs:
+    """The meetings this process transcribes (a server without ``--queue``): on threads of
+    their own, ``workers`` of them (cores but one), never on the request threads, so a user
+    who runs many meetings stalls no one's requests; each user has at most ``per_user``
+    waiting or running (``BusyError``, a 429, beyond). A stop gives each track back."""
+
+    def __init__(self, settings: ServerSettings, workers: int = 0, per_user: int = 4) -> None:
+        self.settings = settings
+        self.per_user = per_user
+        self._threads = ThreadPoolExecutor(
+            max_workers=workers or max(1, (os.cpu_count() or 2) - 1),
+            thread_name_prefix="heard-run",
+        )
+        self._lock = threading.Lock()
+        self._waiting: dict[str, set[uuid.UUID]] = {}
+
+    def start(self, owner: str, meeting_id: uuid.UUID) -> None:
+        """Transcribe the meeting soon; nothing new if it is waiting or running already."""
+        with self._lock:
+            mine = self._waiting.setdefault(owner, set())
+            if meeting_id in mine:
+                return
+            if len(mine) >= self.per_user:
+                raise BusyError(
+                    f"this user has {self.per_user} meetings waiting or transcribing; run this "
+                    "one when one of them is done"
+                )
+            mine.add(meeting_id)
+        self._threads.submit(self._run, owner, meeting_id)
+
+    def resume(self, meeting_id: uuid.UUID) -> None:
+        """Finish a meeting a process that is gone left off (at start-up: no per-user bound)."""
+        self._threads.submit(self._run, None, meeting_id)
+
+    def _run(self, owner: str | None, meeting_id: uuid.UUID) -> None:
+        try:
+            if self.settings.transcriber is not None:
+                run_pipeline(meeting_id, db=self.settings.db,
+                             transcriber=self.settings.transcriber,
+                             stop=self.settings.stopping)  # fmt: skip
+        except Exception:  # a bug or the database: logged; the track's claim says the rest
+            log.exception("meeting %s: the run stopped", meeting_id)
+        finally:
+            if owner is not None:
+                with self._lock:
+                    self._waiting[owner].discard(meeting_id)
+
+    def close(self) -> None:
+        """No more runs: those waiting are dropped (their tracks stay pending)."""
+        self._threads.shutdown(wait=False, cancel_futures=True)

@@ -247,21 +247,22 @@ def record_outcome(
 ) -> TrackStatus:
     """Write what the claim's transcription gave: its ``segments`` and their ``language``
     (``done``), or its ``error``: ``pending`` again when ``retry``, else ``failed``;
-    ``given_back``: the attempt is not counted (its process stopped it). Returns the new
-    status.
+    ``given_back``: its process is stopping; the track stays claimed by it, its attempt not
+    counted, so that the next start takes it back and resumes it. Returns the new status.
 
     Only the claim's own ``transcribing`` state is overwritten: a track recovered and claimed
     again meanwhile belongs to the newer attempt, and is left as it is.
     """
     values: dict[str, Any] = {"updated_at": now, "claimed_by": None}
-    if error is None:
+    if given_back:  # still this process's claim: once it is gone, the next start resumes it
+        values = {"updated_at": now, "last_error": error, "attempts": AudioTrack.attempts - 1,
+                  "status": S.TRANSCRIBING}  # fmt: skip
+    elif error is None:
         values |= {"status": S.DONE, "segments": segments, "transcriber": transcriber,
                    "last_error": None, "language": language,
                    "language_probability": language_probability}  # fmt: skip
     else:
         values |= {"status": S.PENDING if retry else S.FAILED, "last_error": error}
-    if given_back:
-        values["attempts"] = AudioTrack.attempts - 1
     with db.session() as s:
         s.execute(
             update(AudioTrack)

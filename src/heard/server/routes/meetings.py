@@ -10,13 +10,12 @@ import uuid
 from pathlib import Path
 from typing import Annotated, BinaryIO, Literal
 
-from fastapi import APIRouter, BackgroundTasks, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastAPIPath
 
 from heard.asr.audio import check_duration, probe_audio
 from heard.errors import ConflictError, InputError
 from heard.pipeline import jobs
-from heard.pipeline.run import run_pipeline
 from heard.server.bodies import StrictJSONRoute
 from heard.server.deps import Caller, Settings
 from heard.server.errors import BAD, NOT_FOUND
@@ -249,23 +248,23 @@ async def upload(
     "/{meeting_id}/run",
     status_code=202,
     response_model=RunOut,
-    responses={**NOT_FOUND, 503: {"model": ErrorOut, "description": "No broker."}},
+    responses={
+        **NOT_FOUND,
+        429: {"model": ErrorOut, "description": "Four of the user's meetings wait or run."},
+        503: {"model": ErrorOut, "description": "No broker."},
+    },
 )
-def run(
-    meeting_id: uuid.UUID, user: Caller, settings: Settings, background: BackgroundTasks
-) -> RunOut:
-    """Transcribe the uploaded tracks and build the timeline: in the background, or on
-    Celery workers when the server runs with --queue."""
+def run(meeting_id: uuid.UUID, user: Caller, settings: Settings, request: Request) -> RunOut:
+    """Transcribe the uploaded tracks and build the timeline: in the background (on the
+    server's own transcription threads, at most four meetings per user waiting or running),
+    or on Celery workers when the server runs with --queue."""
     db = settings.db
     get_meeting(db, meeting_id, user.owner)
     if settings.queue:
         sent = jobs.enqueue(db, meeting_id)
         return RunOut(id=meeting_id, started=True, queued_tasks=sent)
     if settings.transcriber is not None:
-        background.add_task(
-            run_pipeline, meeting_id, db=db, transcriber=settings.transcriber,
-            stop=settings.stopping,
-        )  # fmt: skip
+        request.app.state.runs.start(user.owner, meeting_id)
     return RunOut(id=meeting_id, started=settings.transcriber is not None)
 
 
