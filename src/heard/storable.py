@@ -4,20 +4,25 @@ PostgreSQL refuses NUL characters; a lone surrogate (a ``\\ud800`` JSON escape w
 is not UTF-8, so no database, file or socket can hold it. Both are refused where text comes
 in, naming the field, rather than failing later where it is stored or sent. Times are kept
 in UTC: one that has no UTC date (1 January of year 1 at +10:00) is refused the same way.
+A JSON object that names a key twice is refused too (``unique_keys``): a parser keeps the last,
+a proxy or a log may read the first.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from datetime import UTC, datetime
+from typing import Any
 
 __all__ = [
     "BIDI_CONTROLS",
     "MAX_NAME_CHARS",
+    "RepeatedKeyError",
     "name_problem",
     "readable",
     "storable",
     "storable_time",
+    "unique_keys",
 ]
 
 MAX_NAME_CHARS = 200
@@ -65,3 +70,19 @@ def storable_time(value: datetime) -> datetime:
         return value.astimezone(UTC)
     except OverflowError:
         raise ValueError("out of range once in UTC (years 1 to 9999)") from None
+
+
+class RepeatedKeyError(ValueError):
+    """A JSON object names a key twice."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object, or ``RepeatedKeyError`` naming the
+    key it names twice."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            shown = key if len(key) <= 40 else f"{key[:40]}..."
+            raise RepeatedKeyError(f"names {shown!r} twice in one object")
+        found[key] = value
+    return found

@@ -205,8 +205,12 @@ def test_deeply_nested_input_is_one_line(tmp_path: Path, command: tuple[str, ...
     [
         ('{"id": "a", "speaker": "ana", "text": "' + "x" * (1 << 20) + '"}', "line longer than"),
         ('{"id": "a", "speaker": "ana", "text": "nul \\u0000"}', "NUL characters"),
+        (
+            '{"id": "a", "speaker": "ana", "text": "pay 10", "text": "pay 1000"}',
+            "the utterance names 'text' twice in one object",
+        ),
     ],
-    ids=["oversize line", "NUL"],
+    ids=["oversize line", "NUL", "a key twice"],
 )
 def test_memory_ingest_refuses_what_no_store_keeps_in_one_line(
     tmp_path: Path, line: str, problem: str

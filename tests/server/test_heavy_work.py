@@ -107,6 +107,25 @@ def test_more_text_a_minute_than_the_budget_is_a_429_with_when_to_retry(
         assert [r["id"] for r in recalled] == ["a"]
 
 
+def test_a_store_that_fails_spends_none_of_the_budget(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(quotas, "EVIDENCE_BURST", 3500)
+    monkeypatch.setattr(quotas, "EVIDENCE_BYTES_PER_S", 1)
+    _, token = add_user(db, "ana")
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+
+        def store(i: str) -> int:
+            body = {"utterances": [{"id": i, "speaker": "ana", "text": "ferry " * 250}]}
+            return client.post("/v1/memory/evidence", headers=headers, json=body).status_code
+
+        assert store("a") == 201  # 1,500 of the 3,500 bytes
+        assert store("a") == 409  # taken: nothing stored, nothing spent
+        assert store("a") == 409  # (had the last spent 1,500, this would be a 429)
+        assert store("b") == 201
+
+
 class CountingEmbedder(HashingEmbedder):
     """Each batch of evidence takes a while; counts the batches begun after ``stopping``."""
 

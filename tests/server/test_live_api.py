@@ -85,6 +85,7 @@ def test_live_websocket_rejects_bad_frames_without_harming_others(
             ("x" * 70_000, 1009),
             (b"\x00\x01\x02", 1007),
             ('{"type": "end", "x": ' + "[" * 60_000, 1007),  # nested too deeply to parse
+            ('{"t_ms": 1, "type": "partial", "type": "end", "text": "x"}', 1007),  # a key twice
         ]:
             with client.websocket_connect(f"/v1/live?token={token}") as ws:
                 ws.send_bytes(bad) if isinstance(bad, bytes) else ws.send_text(bad)

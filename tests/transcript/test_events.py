@@ -56,6 +56,12 @@ GOOD = '{"t_ms": 0, "type": "partial", "text": "hi"}'
         ('{"t_ms": 1, "type": "final", "text": "' + "x" * 20_001 + '"}\n', 1, "field 'text'"),
         ('{"t_ms": 1, "type": "final", "text": "x", "speaker": "a\\nb"}\n', 1, "field 'speaker'"),
         ("[" * 100_000 + "\n", 1, "nested too deeply"),
+        # the last of two keys must not win silently (issue 28)
+        (
+            '{"t_ms": 1, "type": "final", "text": "pay 10", "text": "pay 1000"}\n',
+            1,
+            "the event names 'text' twice in one object",
+        ),
         (
             '{"t_ms": 500, "type": "partial", "text": "a"}\n'
             '{"t_ms": 400, "type": "partial", "text": "a b"}\n',

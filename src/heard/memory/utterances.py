@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from heard.errors import InputError
 from heard.memory.dense import Embedder
 from heard.memory.evidence import Evidence, EvidenceIndex, embedded_text
+from heard.storable import RepeatedKeyError, unique_keys
 from heard.store.database import Database
 from heard.store.evidence import (
     load_utterances,
@@ -76,9 +77,11 @@ def read_utterances(path: str | Path) -> list[Evidence]:
             continue
         where = f"{p}:{number}"
         try:
-            obj = json.loads(raw)
+            obj = json.loads(raw, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as e:
             raise InputError(f"{where}: malformed JSON ({e.msg})") from None
+        except RepeatedKeyError as e:
+            raise InputError(f"{where}: the utterance {e}") from None
         except RecursionError:
             raise InputError(f"{where}: JSON nested too deeply") from None
         if not isinstance(obj, dict):

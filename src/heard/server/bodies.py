@@ -14,17 +14,16 @@ from typing import Any
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 
+from heard.storable import RepeatedKeyError, unique_keys
+
 __all__ = ["StrictJSONRoute"]
 
 
 def _one_of_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            shown = key if len(key) <= 40 else f"{key[:40]}..."
-            raise HTTPException(422, f"the JSON body names {shown!r} twice in one object")
-        found[key] = value
-    return found
+    try:
+        return unique_keys(pairs)
+    except RepeatedKeyError as e:
+        raise HTTPException(422, f"the JSON body {e}") from None
 
 
 class _StrictJSONRequest(Request):

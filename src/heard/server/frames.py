@@ -31,6 +31,7 @@ from heard.server.messages import (
     LiveMessage,
     Release,
 )
+from heard.storable import unique_keys
 from heard.transcript.events import EventKind, TranscriptEvent, parse_event
 from heard.transcript.stabilizer import TranscriptStep
 
@@ -98,7 +99,7 @@ def is_end(raw: str) -> bool:
     if '"end"' not in raw:
         return False
     try:
-        message = json.loads(raw)
+        message = json.loads(raw, object_pairs_hook=unique_keys)
     except (ValueError, RecursionError):  # not an end: parsing it as an event says why
         return False
     return isinstance(message, dict) and message.get("type") == "end"

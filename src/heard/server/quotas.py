@@ -65,6 +65,10 @@ class Bucket:
         self.tokens -= n
         return True
 
+    def give_back(self, n: float) -> None:
+        """``n`` taken for work that was then not done."""
+        self.tokens = min(self.burst, self.tokens + n)
+
 
 class Quota:
     """What one token may still send over all its live connections, and until when it may

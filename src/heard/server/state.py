@@ -173,9 +173,14 @@ class Memories:
                     retry_after_s=wait_s,
                 )
             memory = self.of(owner)
-            count = remember(
-                self.db, memory.recall, items, lock=memory.lock, owner=owner, stop=self.stopping
-            )
+            try:
+                count = remember(
+                    self.db, memory.recall, items, lock=memory.lock, owner=owner,
+                    stop=self.stopping,
+                )  # fmt: skip
+            except BaseException:  # nothing was stored (an id taken, the store down): not spent
+                budget.give_back(size)
+                raise
             self._caught_up(memory, memory_version(self.db, owner))
             return count
         finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
 from heard.errors import EventLogError
+from heard.storable import RepeatedKeyError, unique_keys
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -96,9 +97,11 @@ def parse_event(raw: str, path: Path | str = "<events>", line: int = 1) -> Trans
     if len(raw) > MAX_LINE_CHARS:
         raise EventLogError(path, line, f"line longer than {MAX_LINE_CHARS} characters")
     try:
-        obj = json.loads(raw)
+        obj = json.loads(raw, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         raise EventLogError(path, line, f"malformed JSON ({e.msg} at column {e.colno})") from None
+    except RepeatedKeyError as e:
+        raise EventLogError(path, line, f"the event {e}") from None
     except RecursionError:
         raise EventLogError(path, line, "JSON nested too deeply") from None
     if not isinstance(obj, dict):
