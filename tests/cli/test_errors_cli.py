@@ -224,6 +224,16 @@ def test_memory_ingest_refuses_what_no_store_keeps_in_one_line(
     assert problem in one_line_error(result)
 
 
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="Linux's /proc")
+def test_memory_ingest_of_a_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    """/proc/self/mem is a regular file that no read() of its start can take (issue 28)."""
+    db = tmp_path / "h.db"
+    result = heard(
+        "memory", "ingest", "/proc/self/mem", env={"HEARD_DATABASE_URL": f"sqlite:///{db}"}
+    )
+    assert "/proc/self/mem: cannot read" in one_line_error(result)
+
+
 @pytest.mark.parametrize(
     ("args", "problem"),
     [

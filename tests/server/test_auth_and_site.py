@@ -76,5 +76,7 @@ def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-d
         "/v1/memory/pages/{slug}",
         "/v1/audio/transcriptions",
     }
+    export = spec["paths"]["/v1/meetings/{meeting_id}/export"]["get"]["responses"]["200"]
+    assert export["content"]["application/json"]["schema"]["type"] == "array"  # format=json
     upload = spec["paths"]["/v1/meetings/{meeting_id}/tracks/{participant}"]["put"]
     assert "application/octet-stream" in upload["requestBody"]["content"]
