@@ -68,7 +68,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         settings.stopping.set()  # (heard serve sets it at the signal, before requests drain)
         for task in resuming:
             task.cancel()
-        runs.close()  # a run under way gives its track back at the next segment
+        await asyncio.to_thread(runs.close)  # a run gives its track back at its next segment
 
     app = FastAPI(
         title="heard",

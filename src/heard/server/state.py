@@ -235,5 +235,6 @@ class Runs:
                     self._waiting[owner].discard(meeting_id)
 
     def close(self) -> None:
-        """No more runs: those waiting are dropped (their tracks stay pending)."""
-        self._threads.shutdown(wait=False, cancel_futures=True)
+        """No more runs: those waiting are dropped (their tracks stay pending), those running
+        are waited for; with ``stopping`` set, each gives its track back at its next segment."""
+        self._threads.shutdown(wait=True, cancel_futures=True)
