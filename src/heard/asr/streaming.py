@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.whisper import WhisperOptions, load_model
 from heard.registry import Registry
+from heard.speech import Word
 from heard.transcript.events import DEFAULT_SPEAKER, EventKind, TranscriptEvent
 
 if TYPE_CHECKING:
@@ -56,6 +57,14 @@ class Decoded:
 
     kind: EventKind
     text: str
+    start_s: float = 0.0
+    """Where its speech starts in the stream (seconds of audio received)."""
+    end_s: float = 0.0
+    words: tuple[Word, ...] = ()
+    """Its words, at their times in the stream (with ``StreamOptions.word_timestamps``)."""
+    endpoint: bool = False
+    """A final that ends an utterance (silence after it, or the stream's end); a final
+    committed inside continuous speech is not one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,8 @@ class StreamOptions:
     """Greedy decoding for partials and finals: latency matters more than the last 1% WER."""
     strip_punctuation: bool = False
     """Emulate recognizers that never punctuate (and do not case)."""
+    word_timestamps: bool = False
+    """Decode each word's time too (a little slower): for clients that want words."""
     clock: StreamClock = "simulated"
 
     def __post_init__(self) -> None:
@@ -150,6 +161,25 @@ class StreamingRecognizer:
         text = " ".join(s.text.strip() for s in segments).strip()
         return strip_punctuation(text) if self.options.strip_punctuation else text
 
+    def _decoded(
+        self, kind: EventKind, segments: list[Any], base: int, *, endpoint: bool = False
+    ) -> Decoded:
+        """``segments`` of a buffer starting at sample ``base``, as one event."""
+        at = base / SAMPLE_RATE
+        words = tuple(
+            Word(
+                round(at + w.start, 3),
+                round(at + w.end, 3),
+                strip_punctuation(w.word.strip()) if self.options.strip_punctuation
+                else w.word.strip(),
+                round(w.probability, 4),
+            )
+            for s in segments
+            for w in (s.words or ())
+        )  # fmt: skip
+        start, end = (at + segments[0].start, at + segments[-1].end) if segments else (at, at)
+        return Decoded(kind, self._text(segments), round(start, 3), round(end, 3), words, endpoint)
+
     def _decode(self, audio: npt.NDArray[np.float32], *, final: bool = False) -> list[Any]:
         segments, info = self._model.whisper.transcribe(
             audio,
@@ -157,6 +187,7 @@ class StreamingRecognizer:
             beam_size=self.options.beam_size,
             condition_on_previous_text=False,
             without_timestamps=False,
+            word_timestamps=self.options.word_timestamps,
             vad_filter=False,
         )
         kept = [s for s in segments if s.text.strip()]
@@ -179,9 +210,10 @@ class StreamingRecognizer:
             speech_end = speech[-1]["end"]
             silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
             if silence_ms >= o.end_silence_ms:
-                text = self._text(self._decode(buffer[:speech_end], final=True))
-                if text:
-                    events.append(Decoded(EventKind.FINAL, text))
+                segments = self._decode(buffer[:speech_end], final=True)
+                final = self._decoded(EventKind.FINAL, segments, self._utt_start, endpoint=True)
+                if final.text:
+                    events.append(final)
                 self._utt_start += speech_end
                 self._previous = []
             elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
@@ -190,9 +222,9 @@ class StreamingRecognizer:
                     done, cut = segments[:-1], int(segments[-2].end * SAMPLE_RATE)
                 else:
                     done, cut = segments, len(buffer)
-                text = self._text(done)
-                if text:
-                    events.append(Decoded(EventKind.FINAL, text))
+                final = self._decoded(EventKind.FINAL, done, self._utt_start)
+                if final.text:
+                    events.append(final)
                 self._utt_start += max(cut, 1)
                 self._previous = []
             else:
@@ -205,15 +237,16 @@ class StreamingRecognizer:
                     and keys[agreed] == self._previous[agreed]
                 ):
                     agreed += 1
+                base = self._utt_start
                 if agreed:
                     # Whisper's first segments came out the same twice: commit them.
-                    events.append(Decoded(EventKind.FINAL, self._text(segments[:agreed])))
+                    events.append(self._decoded(EventKind.FINAL, segments[:agreed], base))
                     self._utt_start += int(segments[agreed - 1].end * SAMPLE_RATE)
                     segments, keys = segments[agreed:], keys[agreed:]
                 self._previous = keys
-                text = self._text(segments)
-                if text:
-                    events.append(Decoded(EventKind.PARTIAL, text))
+                partial = self._decoded(EventKind.PARTIAL, segments, base)
+                if partial.text:
+                    events.append(partial)
         # audio before the utterance is never looked at again
         drop = self._utt_start - self._offset
         if drop > 0:
@@ -224,11 +257,13 @@ class StreamingRecognizer:
     def finish(self) -> list[Decoded]:
         """The stream ended: the rest of the utterance, if it holds speech, is the final."""
         rest = self._audio[self._utt_start - self._offset :]
+        base = self._utt_start
         self._utt_start = self._decoded_to = self.received
         if len(rest) and _speech(rest):
-            text = self._text(self._decode(rest, final=True))
-            if text:
-                return [Decoded(EventKind.FINAL, text)]
+            segments = self._decode(rest, final=True)
+            final = self._decoded(EventKind.FINAL, segments, base, endpoint=True)
+            if final.text:
+                return [final]
         return []
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.streaming import Decoded, StreamingRecognizer
+from heard.asr.streaming import Decoded, StreamingRecognizer, StreamOptions
 from heard.asr.whisper import WhisperOptions
 from heard.transcript.events import TranscriptEvent
 
@@ -42,19 +42,26 @@ class Pacer:
 class Microphone:
     """One speaker's audio: ``add`` PCM16 (16 kHz mono, little-endian) as it arrives, ``end``
     to flush the last final, ``close`` to decode what is left and stop. Each decoded event
-    goes to ``on_event``, in order; ``on_degraded(chunk_ms, rtf)`` says the steps widened.
-    ``whisper`` chooses the model and language (default: tiny.en)."""
+    goes to ``on_event``, in order (or, given ``on_decoded``, what the recognizer decoded,
+    with its times and words); ``on_degraded(chunk_ms, rtf)`` says the steps widened.
+    ``whisper`` chooses the model and language (default: tiny.en), ``stream`` the
+    recognizer's options."""
 
     def __init__(
         self,
         speaker: str,
-        on_event: Callable[[TranscriptEvent], Awaitable[None]],
+        on_event: Callable[[TranscriptEvent], Awaitable[None]] | None,
         on_degraded: Callable[[int, float], None],
         whisper: WhisperOptions | None = None,
+        *,
+        stream: StreamOptions | None = None,
+        on_decoded: Callable[[Decoded], Awaitable[None]] | None = None,
     ) -> None:
         self.speaker = speaker
         self.whisper = whisper
+        self.stream = stream
         self.on_event = on_event
+        self.on_decoded = on_decoded
         self.on_degraded = on_degraded
         self.pending = bytearray()
         self.received = 0  # samples
@@ -99,8 +106,9 @@ class Microphone:
                 self.received += len(samples)
                 if self._recognizer is None:
                     self._recognizer = await asyncio.to_thread(
-                        StreamingRecognizer, speaker=self.speaker, whisper=self.whisper
-                    )
+                        StreamingRecognizer, speaker=self.speaker, whisper=self.whisper,
+                        options=self.stream,
+                    )  # fmt: skip
                 decoded_before = self._recognizer.decoded_to
                 started = time.perf_counter()
                 found = await asyncio.to_thread(self._recognizer.push, samples)
@@ -131,4 +139,7 @@ class Microphone:
     async def _hand_on(self, found: list[Decoded]) -> None:
         t_ms = self.received * 1000 // SAMPLE_RATE
         for d in found:
-            await self.on_event(TranscriptEvent(t_ms, d.kind, d.text, self.speaker))
+            if self.on_decoded is not None:
+                await self.on_decoded(d)
+            elif self.on_event is not None:
+                await self.on_event(TranscriptEvent(t_ms, d.kind, d.text, self.speaker))

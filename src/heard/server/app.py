@@ -26,6 +26,7 @@ from heard.errors import HeardError
 from heard.pipeline import jobs
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
+from heard.server.listen import mount_listen
 from heard.server.live import mount_live
 from heard.server.routes import meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
@@ -95,4 +96,5 @@ def create_app(settings: ServerSettings) -> FastAPI:
     for router in (site.router, meetings.router, memory.router, openai.router):
         app.include_router(router)
     mount_live(app, settings, memories)
+    mount_listen(app, settings)
     return app

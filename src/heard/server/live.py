@@ -89,6 +89,7 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
     db = settings.db
 
     by_token: dict[str, quotas.Quota] = {}
+    app.state.live_quotas = by_token  # shared with /v1/listen: a token's limits are one
 
     @app.websocket("/v1/live")
     async def live(websocket: WebSocket) -> None:

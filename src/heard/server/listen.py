@@ -1,0 +1,350 @@
+"""``/v1/listen``: Deepgram's live transcription protocol, answered by heard's recognizer.
+
+A client written for Deepgram's streaming API (its SDKs, Pipecat's and LiveKit's Deepgram
+services) points its URL at ``ws://HOST:8000`` with a heard token as its API key
+(``Authorization: Token KEY``, as Deepgram's SDKs send it; ``Bearer KEY``, the ``token``
+subprotocol or ``?token=`` too). It sends PCM16 audio frames and the control messages
+``{"type": "KeepAlive"}``, ``{"type": "Finalize"}`` (the audio so far is decoded and its
+final sent, ``from_finalize``) and ``{"type": "CloseStream"}`` (the same, then ``Metadata``
+and a normal close). It gets back:
+
+* ``Results``: interim ones (``is_final`` false, with ``interim_results=true``) from the
+  recognizer's partials; final ones from its finals, ``speech_final`` when silence ended the
+  utterance (``endpointing`` ms of it, 800 by default, at least 300); words with their start,
+  end and confidence (the recognizer's word probability);
+* ``SpeechStarted`` (with ``vad_events=true``) when a new utterance's first words are heard;
+* ``UtteranceEnd`` (with ``utterance_end_ms``) once that much audio has gone by after the
+  last final word with no new speech;
+* ``Metadata`` in answer to ``CloseStream``.
+
+Query parameters taken: ``encoding`` (linear16 only), ``sample_rate`` (16000 only),
+``channels`` (1 only), ``language`` (as the server's model knows it; ``en-US`` is ``en``),
+``model`` (any name: the server's recognizer answers, and ``Metadata`` says which),
+``interim_results``, ``punctuate`` (false, Deepgram's default: no punctuation and lower case),
+``endpointing``, ``utterance_end_ms``, ``vad_events``; ``smart_format``, ``numerals``,
+``filler_words``, ``version`` and ``mip_opt_out`` are accepted and have no effect. Anything
+else, or a value heard cannot honour, refuses the handshake with a 400 saying which, as
+Deepgram does; a bad key is a 401, a token over its rate limit a 429. The rate limits are
+``/v1/live``'s, shared with it per token; frames over 64 KiB close with 1009, a malformed one
+with 1007.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+
+from heard.asr.audio import SAMPLE_RATE
+from heard.asr.streaming import Decoded, StreamOptions, strip_punctuation
+from heard.asr.whisper import load_model
+from heard.errors import InputError
+from heard.live.microphone import Microphone
+from heard.server import quotas
+from heard.server.frames import (
+    CLOSE_INVALID,
+    CLOSE_POLICY,
+    CLOSE_TOO_BIG,
+    MAX_FRAME_BYTES,
+    SEND_TIMEOUT_S,
+)
+from heard.storable import unique_keys
+from heard.store.users import authenticate, digest
+from heard.transcript.events import EventKind
+
+if TYPE_CHECKING:
+    from heard.asr.whisper import WhisperOptions
+    from heard.server.state import ServerSettings
+
+__all__ = ["mount_listen"]
+
+log = logging.getLogger("heard.server.listen")
+
+NO_EFFECT = frozenset({"smart_format", "numerals", "filler_words", "version", "mip_opt_out"})
+MIN_ENDPOINTING_MS = 300
+"""The shortest silence that ends an utterance here: the recognizer's VAD needs some."""
+CLOSE_NORMAL = 1000
+CHANNEL = [0, 1]
+"""Deepgram's ``channel_index``: channel 0 of 1."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListenOptions:
+    language: str | None
+    model: str
+    interim: bool
+    punctuate: bool
+    endpointing_ms: int
+    utterance_end_ms: int | None
+    vad_events: bool
+
+
+def _flag(params: dict[str, str], name: str, default: bool) -> bool:
+    value = params.get(name)
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false"):
+        raise InputError(f"{name}={value[:40]!r}: true or false")
+    return value.lower() == "true"
+
+
+def _ms(value: str, name: str, least: int) -> int:
+    if not value.isdigit() or int(value) < least:
+        raise InputError(f"{name}={value[:40]!r}: a whole number of milliseconds, at least {least}")
+    return int(value)
+
+
+def parse_options(params: dict[str, str], whisper: WhisperOptions) -> ListenOptions:
+    """The connection's options from Deepgram's query parameters (``InputError`` naming the
+    first that heard cannot honour)."""
+    known = {"encoding", "sample_rate", "channels", "language", "model", "interim_results",
+             "punctuate", "endpointing", "utterance_end_ms", "vad_events", "token"}  # fmt: skip
+    unknown = sorted(set(params) - known - NO_EFFECT)
+    if unknown:
+        raise InputError(f"not supported here: {', '.join(u[:40] for u in unknown[:5])}")
+    if params.get("encoding", "linear16") != "linear16":
+        raise InputError("encoding: linear16 only (PCM16, little-endian)")
+    if params.get("sample_rate", str(SAMPLE_RATE)) != str(SAMPLE_RATE):
+        raise InputError(f"sample_rate: {SAMPLE_RATE} only (resample on the client)")
+    if params.get("channels", "1") != "1":
+        raise InputError("channels: 1 only")
+    language = params.get("language", "").split("-")[0].lower() or whisper.language
+    endpointing = params.get("endpointing", "800")
+    end_ms = (
+        10**9 if endpointing == "false" else _ms(endpointing, "endpointing", MIN_ENDPOINTING_MS)
+    )
+    utterance_end = params.get("utterance_end_ms")
+    return ListenOptions(
+        language=language,
+        model=params.get("model", whisper.model_name)[:80],
+        interim=_flag(params, "interim_results", False),
+        punctuate=_flag(params, "punctuate", False),
+        endpointing_ms=end_ms,
+        utterance_end_ms=_ms(utterance_end, "utterance_end_ms", 1000) if utterance_end else None,
+        vad_events=_flag(params, "vad_events", False),
+    )
+
+
+def _token(websocket: WebSocket) -> tuple[str, bool]:
+    """The key the client sent, and whether it came as the ``token`` subprotocol."""
+    header = websocket.headers.get("authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() in ("token", "bearer") and key.strip():
+        return key.strip(), False
+    offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",")]
+    if len(offered) == 2 and offered[0] == "token":
+        return offered[1], True
+    return websocket.query_params.get("token", ""), False
+
+
+async def _refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
+    """Refuse the handshake with an HTTP status and Deepgram's error body."""
+    body = {"err_code": code, "err_msg": message, "request_id": str(uuid.uuid4())}
+    await websocket.send_denial_response(JSONResponse(body, status_code=status))
+
+
+class _Stream:
+    """One connection's Deepgram side: what to send for each thing the recognizer decodes."""
+
+    def __init__(self, websocket: WebSocket, options: ListenOptions) -> None:
+        self.websocket = websocket
+        self.options = options
+        self.request_id = str(uuid.uuid4())
+        self.model_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"heard:{options.model}"))
+        self.audio = hashlib.sha256()
+        self.received = 0  # samples
+        self.finalizing = False
+        self.speaking = False
+        self.last_word_end: float | None = None
+        """End of the last final word, while no UtteranceEnd has been sent for it."""
+        self.stuck = False
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.stuck:
+            return
+        try:
+            await asyncio.wait_for(self.websocket.send_text(json.dumps(message)), SEND_TIMEOUT_S)
+        except TimeoutError:
+            self.stuck = True  # not reading: the receive loop closes it
+
+    async def decoded(self, d: Decoded) -> None:
+        final = d.kind is EventKind.FINAL
+        if not final and not self.options.interim:
+            if not self.speaking:
+                await self._started(d)
+            return
+        if not self.speaking:
+            await self._started(d)
+        await self.send(self._results(d, final))
+        if final:
+            self.last_word_end = d.end_s
+            if d.endpoint:
+                self.speaking = False
+        else:
+            self.last_word_end = None  # speech goes on: no UtteranceEnd yet
+
+    async def _started(self, d: Decoded) -> None:
+        self.speaking = True
+        self.last_word_end = None
+        if self.options.vad_events:
+            await self.send({"type": "SpeechStarted", "channel": CHANNEL, "timestamp": d.start_s})
+
+    def _results(self, d: Decoded, final: bool) -> dict[str, Any]:
+        words = [
+            {
+                "word": strip_punctuation(w.text).lower(),
+                "start": w.start,
+                "end": w.end,
+                "confidence": w.probability,
+                "punctuated_word": w.text,
+            }
+            for w in d.words
+        ]
+        confidence = sum(w.probability for w in d.words) / len(d.words) if d.words else 0.0
+        return {
+            "type": "Results",
+            "channel_index": CHANNEL,
+            "duration": round(d.end_s - d.start_s, 3),
+            "start": d.start_s,
+            "is_final": final,
+            "speech_final": final and d.endpoint and not self.finalizing,
+            "from_finalize": final and self.finalizing,
+            "channel": {"alternatives": [{"transcript": d.text,
+                                          "confidence": round(confidence, 4), "words": words}]},
+            "metadata": {"request_id": self.request_id, "model_uuid": self.model_uuid,
+                         "model_info": self._model_info()},
+        }  # fmt: skip
+
+    def _model_info(self) -> dict[str, str]:
+        return {"name": self.options.model, "version": "heard", "arch": "whisper"}
+
+    async def heard_audio(self, pcm: bytes) -> None:
+        self.audio.update(pcm)
+        self.received += len(pcm) // 2
+        wait = self.options.utterance_end_ms
+        end = self.last_word_end
+        if (
+            wait is not None
+            and end is not None
+            and self.received / SAMPLE_RATE - end >= wait / 1000
+        ):
+            self.last_word_end = None
+            await self.send({"type": "UtteranceEnd", "channel": CHANNEL, "last_word_end": end})
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "type": "Metadata",
+            "transaction_key": "deprecated",
+            "request_id": self.request_id,
+            "sha256": self.audio.hexdigest(),
+            "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "duration": round(self.received / SAMPLE_RATE, 3),
+            "channels": 1,
+            "models": [self.model_uuid],
+            "model_info": {self.model_uuid: self._model_info()},
+        }
+
+
+def mount_listen(app: FastAPI, settings: ServerSettings) -> None:
+    """Serve ``/v1/listen``; the rate limits are the live socket's, per token
+    (``app.state.live_quotas``)."""
+    by_token: dict[str, quotas.Quota] = app.state.live_quotas
+
+    @app.websocket("/v1/listen")
+    async def listen(websocket: WebSocket) -> None:
+        token, as_subprotocol = _token(websocket)
+        quota = by_token.get(digest(token)) if token else None
+        if quota is not None and (wait_s := quota.barred_for()) > 0:
+            await asyncio.sleep(min(wait_s, quotas.REFUSAL_DELAY_S))
+            await _refuse(websocket, 429, "TOO_MANY_REQUESTS", f"over the rate limit: wait "
+                          f"{wait_s:.0f} s")  # fmt: skip
+            return
+        user = await asyncio.to_thread(authenticate, settings.db, token) if token else None
+        if user is None:
+            await _refuse(websocket, 401, "INVALID_AUTH", "Invalid credentials: a heard token")
+            return
+        params = dict(websocket.query_params)
+        try:
+            options = parse_options(params, settings.whisper)
+            chosen = replace(settings.whisper, language=options.language)
+            await asyncio.to_thread(lambda: load_model(chosen).language(options.language))
+        except InputError as e:
+            await _refuse(websocket, 400, "Bad Request", str(e))
+            return
+        quota = by_token.setdefault(digest(token), quotas.Quota())
+        await websocket.accept(subprotocol="token" if as_subprotocol else None)
+        stream = _Stream(websocket, options)
+        microphone = Microphone(
+            user.name, None, lambda chunk_ms, rtf: None, chosen,
+            stream=StreamOptions(end_silence_ms=options.endpointing_ms, word_timestamps=True,
+                                 strip_punctuation=not options.punctuate),
+            on_decoded=stream.decoded,
+        )  # fmt: skip
+        close: tuple[int, str] | None = None
+        try:
+            close = await _receive(websocket, stream, microphone, quota)
+        finally:
+            with contextlib.suppress(Exception):
+                await microphone.close()
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(websocket.close(*close), SEND_TIMEOUT_S)
+
+
+async def _receive(
+    websocket: WebSocket, stream: _Stream, microphone: Microphone, quota: quotas.Quota
+) -> tuple[int, str] | None:
+    """Frames until the client leaves (None) or must be closed (a code and a reason)."""
+    number = 0
+    while True:
+        try:
+            message = await websocket.receive()
+        except WebSocketDisconnect:
+            return None
+        if message["type"] == "websocket.disconnect":
+            return None
+        number += 1
+        if stream.stuck:
+            return CLOSE_POLICY, "not reading: messages waited too long"
+        raw, data = message.get("text"), message.get("bytes")
+        size = len(raw.encode()) if raw is not None else len(data or b"")
+        if size > MAX_FRAME_BYTES:
+            return CLOSE_TOO_BIG, f"frame {number} is over {MAX_FRAME_BYTES} bytes"
+        if raw is None:
+            if not data or len(data) % 2:
+                return CLOSE_INVALID, f"frame {number}: audio must be PCM16 (an even byte count)"
+            if not quota.pcm.take(len(data)):
+                quota.bar()
+                return CLOSE_POLICY, f"frame {number}: over {quotas.limit_text('audio')}"
+            microphone.add(data)
+            await stream.heard_audio(data)
+            continue
+        if not quota.events.take(1):
+            quota.bar()
+            return CLOSE_POLICY, f"frame {number}: over {quotas.limit_text('events')}"
+        try:
+            control = json.loads(raw, object_pairs_hook=unique_keys)
+        except (ValueError, RecursionError):
+            return CLOSE_INVALID, f"frame {number}: not a JSON control message"
+        kind = control.get("type") if isinstance(control, dict) else None
+        if kind == "KeepAlive":
+            continue
+        if kind in ("Finalize", "CloseStream"):
+            stream.finalizing = True
+            await microphone.flush()
+            stream.finalizing = False
+            if kind == "CloseStream":
+                await stream.send(stream.metadata())
+                return CLOSE_NORMAL, ""
+            continue
+        shown = str(kind)[:40] if kind is not None else "no type"
+        return CLOSE_INVALID, f"frame {number}: {shown}: KeepAlive, Finalize or CloseStream"

@@ -1,0 +1,224 @@
+"""``/v1/listen`` (issue 31): Deepgram's live protocol, driven by the official ``deepgram-sdk``
+live client against a real server on loopback, and by hand with what no SDK would send."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import jiwer
+import pytest
+from deepgram import DeepgramClient
+from deepgram.core.api_error import ApiError
+from deepgram.environment import DeepgramClientEnvironment
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
+
+from heard.asr.audio import load_audio
+from heard.server.app import ServerSettings, create_app
+from heard.store.database import Database
+from heard.store.users import add_user
+from tests.conftest import AUDIO
+from tests.server.threaded import serving
+
+JFK_WORDS = (
+    "and so my fellow americans ask not what your country can do for you "
+    "ask what you can do for your country"
+)
+FRAME = 3200  # 100 ms of PCM16 at 16 kHz
+
+
+def pcm(seconds_of_silence: float = 0.0, up_to_s: float | None = None) -> bytes:
+    samples = load_audio(AUDIO / "jfk.flac")
+    if up_to_s is not None:
+        samples = samples[: int(up_to_s * 16_000)]
+    audio = (samples * 32767).astype("<i2").tobytes()
+    return audio + b"\x00\x00" * int(16_000 * seconds_of_silence)
+
+
+def normalized(text: str) -> str:
+    return " ".join(jiwer.RemovePunctuation()(text.lower()).split())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    folder = tmp_path_factory.mktemp("listen")
+    db = Database(f"sqlite:///{folder / 'h.db'}")
+    app = create_app(ServerSettings(db, folder / "uploads"))
+    _, token = add_user(db, "ana")
+    try:
+        with serving(app) as host:
+            yield host, token
+    finally:
+        db.dispose()
+
+
+def deepgram(host: str, key: str) -> DeepgramClient:
+    at = DeepgramClientEnvironment(
+        base=f"http://{host}", production=f"ws://{host}", agent=f"ws://{host}",
+        agent_rest=f"http://{host}",
+    )  # fmt: skip
+    return DeepgramClient(api_key=key, environment=at)
+
+
+def stream(socket: Any, audio: bytes, then: list[str]) -> list[Any]:
+    """Send ``audio`` at real-time pace in 100 ms frames, then the control messages ``then``;
+    every message the server sent, in order."""
+    got: list[Any] = []
+    reader = threading.Thread(target=lambda: got.extend(iter(socket)))
+    reader.start()
+    started = time.monotonic()
+    for i in range(0, len(audio), FRAME):
+        socket.send_media(audio[i : i + FRAME])
+        time.sleep(max(0.0, started + (i + FRAME) / 32_000 - time.monotonic()))
+    for control in then:
+        (socket.send_finalize if control == "Finalize" else socket.send_close_stream)()
+    reader.join(60)
+    assert not reader.is_alive(), "the server did not end the stream after CloseStream"
+    return got
+
+
+def of_type(messages: list[Any], kind: str) -> list[Any]:
+    return [m for m in messages if getattr(m, "type", None) == kind]
+
+
+@pytest.mark.asr
+def test_the_deepgram_sdk_streams_jfk_and_gets_interim_and_final_results(
+    server: tuple[str, str],
+) -> None:
+    host, token = server
+    with deepgram(host, token).listen.v1.connect(
+        model="nova-3", encoding="linear16", sample_rate=16000, channels=1,
+        interim_results="true", punctuate="true", utterance_end_ms="1000", vad_events="true",
+    ) as socket:  # fmt: skip
+        messages = stream(socket, pcm(seconds_of_silence=2.0), ["CloseStream"])
+    results = of_type(messages, "Results")
+    interim = [r for r in results if not r.is_final]
+    finals = [r for r in results if r.is_final]
+    assert interim
+    assert finals
+    text = " ".join(r.channel.alternatives[0].transcript for r in finals)
+    assert jiwer.wer(JFK_WORDS, normalized(text)) <= 0.1, text
+    # one utterance (JFK's pause is under the 800 ms endpointing): one speech_final, at its end
+    assert [r.speech_final for r in finals][-1] is True
+    assert sum(bool(r.speech_final) for r in finals) == 1
+    words = [w for r in finals for w in r.channel.alternatives[0].words]
+    assert [w.word for w in words] == normalized(text).split()
+    assert all(a.end <= b.start + 0.5 for a, b in itertools.pairwise(words))
+    assert all(0 < w.confidence <= 1 for w in words)
+    assert words[-1].end <= 11.5
+    assert messages[0].type == "SpeechStarted"
+    (ended,) = of_type(messages, "UtteranceEnd")
+    assert ended.last_word_end == pytest.approx(finals[-1].start + finals[-1].duration, abs=0.01)
+    assert messages[-1].type == "Metadata"
+    assert messages[-1].duration == pytest.approx(13.0, abs=0.05)
+    assert messages[-1].model_info[messages[-1].models[0]]["name"] == "nova-3"
+
+
+@pytest.mark.asr
+def test_finalize_flushes_what_was_said_so_far(server: tuple[str, str]) -> None:
+    host, token = server
+    with deepgram(host, token).listen.v1.connect(
+        model="nova-3", encoding="linear16", sample_rate=16000, punctuate="false"
+    ) as socket:
+        messages = stream(socket, pcm(up_to_s=4.5), ["Finalize", "CloseStream"])
+    results = of_type(messages, "Results")
+    assert all(r.is_final for r in results)  # no interim_results asked for
+    flushed = [r for r in results if r.from_finalize]
+    assert flushed
+    assert not any(r.speech_final for r in flushed)
+    said = " ".join(r.channel.alternatives[0].transcript for r in results)
+    assert said == said.lower()  # punctuate=false: Deepgram's lower case, no marks
+    assert "fellow americans" in said
+    assert messages[-1].type == "Metadata"
+
+
+def test_a_wrong_key_is_refused_as_deepgram_refuses_it(server: tuple[str, str]) -> None:
+    host, _ = server
+    # the SDK turns the 401 into its ApiError with websockets' legacy client, and lets the
+    # new client's InvalidStatus through (its compat layer looks for the old name)
+    with pytest.raises((ApiError, InvalidStatus)) as refused:  # noqa: SIM117 - raised on entering
+        with deepgram(host, "not-a-token").listen.v1.connect(model="nova-3"):
+            pass
+    error = refused.value
+    status = error.status_code if isinstance(error, ApiError) else error.response.status_code
+    assert status == 401
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("diarize=true", "diarize"),
+        ("sample_rate=8000", "sample_rate"),
+        ("encoding=opus", "encoding"),
+        ("channels=2", "channels"),
+        ("endpointing=10", "endpointing"),
+        ("interim_results=maybe", "interim_results"),
+        ("language=es", "knows only English"),
+    ],
+)
+def test_what_heard_cannot_honour_refuses_the_handshake_naming_it(
+    server: tuple[str, str], query: str, named: str
+) -> None:
+    host, token = server
+    with pytest.raises(InvalidStatus) as refused:
+        connect(f"ws://{host}/v1/listen?{query}",
+                additional_headers={"Authorization": f"Token {token}"})  # fmt: skip
+    assert refused.value.response.status_code == 400
+    assert named in json.loads(refused.value.response.body)["err_msg"]
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ('{"type": "Configure"}', 1007),
+        ("not json", 1007),
+        (b"\x01\x02\x03", 1007),
+        (b"\x00" * 70_000, 1009),
+    ],
+    ids=["unknown control", "not JSON", "odd PCM", "oversize"],
+)
+def test_a_bad_frame_closes_with_its_reason(
+    server: tuple[str, str], frame: str | bytes, code: int
+) -> None:
+    host, token = server
+    with connect(f"ws://{host}/v1/listen", additional_headers={"Authorization": f"Token {token}"},
+                 max_size=None) as ws:  # fmt: skip
+        ws.send(frame)
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == code
+
+
+def test_keepalive_is_quiet_and_closestream_ends_with_metadata(server: tuple[str, str]) -> None:
+    host, token = server
+    subprotocol = ["token", token]  # a browser's way to send its key
+    with connect(f"ws://{host}/v1/listen", subprotocols=subprotocol) as ws:  # type: ignore[arg-type]
+        ws.send(json.dumps({"type": "KeepAlive"}))
+        ws.send(json.dumps({"type": "CloseStream"}))
+        metadata = json.loads(ws.recv(timeout=30))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+    assert metadata["type"] == "Metadata"
+    assert metadata["duration"] == 0.0
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1000
+
+
+def test_listen_options_are_checked_before_any_audio() -> None:
+    from heard.asr.whisper import WhisperOptions
+    from heard.errors import InputError
+    from heard.server.listen import parse_options
+
+    options = parse_options({"language": "en-US", "endpointing": "false", "smart_format": "true",
+                             "utterance_end_ms": "1500"}, WhisperOptions())  # fmt: skip
+    assert options.language == "en"
+    assert options.endpointing_ms > 3600_000  # never ends on silence alone
+    assert options.utterance_end_ms == 1500
+    with pytest.raises(InputError, match="utterance_end_ms"):
+        parse_options({"utterance_end_ms": "500"}, WhisperOptions())
