@@ -13,11 +13,19 @@ recognizer as the server runs it (100 ms pieces, as fast as it can decode), agai
 raw faster-whisper transcribing the same audio once, side by side: compute real-time
 factors (compute seconds / audio seconds).
 
+Then the same audio at real-time pace (100 ms frames, then 2 s of silence) over heard's own
+socket and over the Deepgram-compatible one, one after the other on the same server: the time
+from the first frame sent to the first interim result (/v1/live: a hypothesis; /v1/listen:
+``Results`` with ``is_final`` false), and from the end of the speech to the last final
+(/v1/live: the ``final`` message, sent once stored as evidence; /v1/listen: the last
+``Results`` with ``is_final``).
+
 ``--abuse`` measures instead what one client's misbehaviour costs the others (a flooder, 50
 live clients, 30 clients of recall and writes, beside another user's REST recall; see
 bench/abuse.py); ``--src DIR`` runs that server from another checkout's src/ (an older commit).
 
 Usage: python bench/serve.py [--conversations 16] [--turns 20] [--partial-ms 150] [--json]
+       python bench/serve.py --protocols-only [--json]
        python bench/serve.py --abuse [--src DIR] [--json]
 """
 
@@ -142,6 +150,67 @@ def run_audio() -> dict[str, Any]:
     }
 
 
+async def stream_pace(
+    url: str, pcm: bytes, speech_s: float, headers: dict[str, str]
+) -> dict[str, Any]:
+    """Stream ``pcm`` at real-time pace to ``url``; when the first interim and the last final
+    came (seconds after the first frame, after the speech's end), and the finals' text."""
+    first_interim: float | None = None
+    last_final: float | None = None
+    finals: list[str] = []
+    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+        started = time.monotonic()
+
+        async def read() -> None:
+            nonlocal first_interim, last_final
+            async for raw in ws:
+                m = json.loads(raw)
+                at = time.monotonic() - started
+                interim = m.get("type") == "hypothesis" or (
+                    m.get("type") == "Results" and not m["is_final"]
+                )
+                final = m.get("type") == "final" or (m.get("type") == "Results" and m["is_final"])
+                if interim and first_interim is None:
+                    first_interim = at
+                if final:
+                    last_final = at
+                    text = m["text"] if m["type"] == "final" else (
+                        m["channel"]["alternatives"][0]["transcript"])  # fmt: skip
+                    finals.append(text)
+                if m.get("type") in ("end", "Metadata"):
+                    return
+
+        reader = asyncio.create_task(read())
+        for i in range(0, len(pcm), 3200):
+            await ws.send(pcm[i : i + 3200])
+            await asyncio.sleep(max(0.0, started + (i + 3200) / 32_000 - time.monotonic()))
+        closing = {"type": "end"} if "/v1/live" in url else {"type": "CloseStream"}
+        await ws.send(json.dumps(closing))
+        await asyncio.wait_for(reader, 60)
+    return {
+        "first_interim_s": round(first_interim, 2) if first_interim is not None else None,
+        "final_after_speech_s": round(last_final - speech_s, 2) if last_final else None,
+        "finals": " ".join(finals),
+    }
+
+
+def run_protocols(speech_s: float = 11.0) -> dict[str, Any]:
+    """JFK's first ``speech_s`` seconds, then 2 s of silence, over /v1/live and /v1/listen."""
+    samples = load_audio(JFK)[: int(speech_s * 16_000)]
+    speech_s = len(samples) / 16_000
+    pcm = (samples * 32767).astype("<i2").tobytes() + b"\x00\x00" * 32_000
+    with serving(["stream"]) as (host, tokens, _):
+        token = tokens["stream"]
+        out = {}
+        for name, url, headers in (
+            ("live", f"ws://{host}/v1/live?token={token}", {}),
+            ("listen", f"ws://{host}/v1/listen?interim_results=true&punctuate=true",
+             {"Authorization": f"Token {token}"}),
+        ):  # fmt: skip
+            out[name] = asyncio.run(stream_pace(url, pcm, speech_s, headers))
+    return {"speech_s": round(speech_s, 2), **out}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--conversations", type=int, default=16)
@@ -149,6 +218,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--partial-ms", type=int, default=150)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--abuse", action="store_true", help="the abuse scenarios instead")
+    parser.add_argument("--protocols-only", action="store_true",
+                        help="only /v1/live beside /v1/listen at real-time pace")  # fmt: skip
     parser.add_argument("--src", type=Path, help="with --abuse: the server's src/ folder")
     args = parser.parse_args(argv)
     if args.abuse:
@@ -156,14 +227,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         return abuse.main([*(["--src", str(args.src)] if args.src else []),
                            *(["--json"] if args.json else [])])  # fmt: skip
-    result = {
-        "load": run_load(args.conversations, args.turns, args.partial_ms),
-        "audio": run_audio(),
-    }
+    if args.protocols_only:
+        result: dict[str, Any] = {"protocols": run_protocols()}
+    else:
+        result = {
+            "load": run_load(args.conversations, args.turns, args.partial_ms),
+            "audio": run_audio(),
+            "protocols": run_protocols(),
+        }
     if args.json:
         print(json.dumps(result, indent=1))
         return result
-    load, audio = result["load"], result["audio"]
+    if not args.protocols_only:
+        _print_load(result["load"], result["audio"])
+    protocols = result["protocols"]
+    for name in ("live", "listen"):
+        p = protocols[name]
+        print(f"/v1/{name:6} at 1x: first interim {p['first_interim_s']} s after the first frame, "
+              f"last final {p['final_after_speech_s']} s after the speech ends")  # fmt: skip
+    return result
+
+
+def _print_load(load: dict[str, Any], audio: dict[str, Any]) -> None:
     print(f"{load['conversations']} conversations, {load['events']} events in {load['wall_s']} s "
           f"({load['events_per_s']}/s)")  # fmt: skip
     print(f"event in -> hypothesis out (loopback round trip): p50 {load['latency_p50_ms']} ms, "
@@ -174,7 +259,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{audio['streaming_rtf']} ({audio['streaming_compute_s']} s), faster-whisper once RTF "
           f"{audio['faster_whisper_rtf']} ({audio['faster_whisper_once_s']} s): "
           f"x{audio['ratio']}")  # fmt: skip
-    return result
 
 
 if __name__ == "__main__":

@@ -253,3 +253,15 @@ def test_long_track_benchmark_transcribes_the_same_track_on_both_sides() -> None
         assert result[side]["words"] >= 15  # of the clip's 22
         assert result[side]["peak_rss_mb"] > 0
     assert result["peak_rss_ratio_raw_to_heard"] > 0
+
+
+@pytest.mark.asr
+def test_serve_benchmark_streams_the_same_audio_over_both_live_protocols() -> None:
+    """/v1/live beside /v1/listen (issue 31): both answer the same audio with interims and
+    finals; the latencies are printed, not asserted."""
+    result = load("serve").run_protocols(speech_s=4.0)
+    for name in ("live", "listen"):
+        side = result[name]
+        assert side["first_interim_s"] is not None
+        assert side["final_after_speech_s"] is not None
+        assert "fellow" in side["finals"].lower()
