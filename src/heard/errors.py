@@ -11,7 +11,8 @@ tests/test_errors.py holds against the classes::
     │   ├── NotFoundError       an id (meeting, track, page, user) that does not exist
     │   ├── ModelError          a recognition model, language or device not to be had as asked
     │   ├── ConflictError       an id or name that is taken already; nothing was stored
-    │   └── BusyError           more than a user may ask at once, or in a minute; try later
+    │   ├── BusyError           more than a user may ask at once, or in a minute; try later
+    │   └── RepeatedKeyError    a JSON object that names a key twice (also a ValueError)
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
     ├── MissingDependencyError  an optional extra is not installed
@@ -38,6 +39,7 @@ __all__ = [
     "ModelError",
     "NotFoundError",
     "ProviderError",
+    "RepeatedKeyError",
     "ServiceError",
     "StoppingError",
     "StoreError",
@@ -92,6 +94,11 @@ class BusyError(InputError):
     def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class RepeatedKeyError(InputError, ValueError):
+    """A JSON object names a key twice: a parser keeps the last, a proxy or a log may read
+    the first (``heard.storable.unique_keys``)."""
 
 
 class UnknownNameError(HeardError, KeyError):

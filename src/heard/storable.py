@@ -14,6 +14,8 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+from heard.errors import RepeatedKeyError
+
 __all__ = [
     "BIDI_CONTROLS",
     "MAX_NAME_CHARS",
@@ -70,10 +72,6 @@ def storable_time(value: datetime) -> datetime:
         return value.astimezone(UTC)
     except OverflowError:
         raise ValueError("out of range once in UTC (years 1 to 9999)") from None
-
-
-class RepeatedKeyError(ValueError):
-    """A JSON object names a key twice."""
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

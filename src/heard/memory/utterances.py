@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from heard.errors import InputError
+from heard.errors import InputError, RepeatedKeyError
 from heard.memory.dense import Embedder
 from heard.memory.evidence import Evidence, EvidenceIndex, embedded_text
-from heard.storable import RepeatedKeyError, unique_keys
+from heard.storable import unique_keys
 from heard.store.database import Database
 from heard.store.evidence import (
     load_utterances,

@@ -14,7 +14,8 @@ from typing import Any
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 
-from heard.storable import RepeatedKeyError, unique_keys
+from heard.errors import RepeatedKeyError
+from heard.storable import unique_keys
 
 __all__ = ["StrictJSONRoute"]
 

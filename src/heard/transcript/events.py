@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
-from heard.errors import EventLogError
-from heard.storable import RepeatedKeyError, unique_keys
+from heard.errors import EventLogError, RepeatedKeyError
+from heard.storable import unique_keys
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
