@@ -222,3 +222,48 @@ def test_listen_options_are_checked_before_any_audio() -> None:
     assert options.utterance_end_ms == 1500
     with pytest.raises(InputError, match="utterance_end_ms"):
         parse_options({"utterance_end_ms": "500"}, WhisperOptions())
+
+
+class Captured:
+    """A socket that keeps what is sent on it."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def send_text(self, text: str) -> None:
+        self.sent.append(json.loads(text))
+
+
+@pytest.mark.asr
+async def test_results_carry_exactly_heards_finals_and_their_words() -> None:
+    """The protocol loses and changes nothing: JFK through heard's streaming recognizer in
+    100 ms pieces, each decoded thing through /v1/listen's translation; the final Results'
+    transcripts are heard's finals word for word (WER 0), their words heard's words."""
+    from heard.asr.streaming import StreamingRecognizer, StreamOptions
+    from heard.server.listen import ListenOptions, _Stream
+
+    samples = load_audio(AUDIO / "jfk.flac")
+    recognizer = StreamingRecognizer(options=StreamOptions(word_timestamps=True))
+    decoded = [
+        d for i in range(0, len(samples), 1600) for d in recognizer.push(samples[i : i + 1600])
+    ]
+    decoded += recognizer.finish()
+    options = ListenOptions(language="en", model="nova-3", interim=True, punctuate=True,
+                            endpointing_ms=800, utterance_end_ms=None,
+                            vad_events=False)  # fmt: skip
+    socket = Captured()
+    stream = _Stream(socket, options)  # type: ignore[arg-type]
+    for d in decoded:
+        await stream.decoded(d)
+    heard_finals = [d for d in decoded if d.kind.value == "final"]
+    finals = [m for m in socket.sent if m["type"] == "Results" and m["is_final"]]
+    said = " ".join(m["channel"]["alternatives"][0]["transcript"] for m in finals)
+    assert said == " ".join(d.text for d in heard_finals)
+    assert jiwer.wer(" ".join(d.text for d in heard_finals), said) == 0
+    sent_words = [
+        w["punctuated_word"] for m in finals for w in m["channel"]["alternatives"][0]["words"]
+    ]
+    assert sent_words == [w.text for d in heard_finals for w in d.words]
+    assert [m["speech_final"] for m in finals] == [d.endpoint for d in heard_finals]
+    interim = [m for m in socket.sent if m["type"] == "Results" and not m["is_final"]]
+    assert len(interim) == sum(d.kind.value == "partial" for d in decoded)
