@@ -3,11 +3,13 @@ live client against a real server on loopback, and by hand with what no SDK woul
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jiwer
@@ -19,6 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from heard.asr.audio import load_audio
+from heard.server import quotas
 from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
 from heard.store.users import add_user
@@ -267,3 +270,33 @@ async def test_results_carry_exactly_heards_finals_and_their_words() -> None:
     assert [m["speech_final"] for m in finals] == [d.endpoint for d in heard_finals]
     interim = [m for m in socket.sent if m["type"] == "Results" and not m["is_final"]]
     assert len(interim) == sum(d.kind.value == "partial" for d in decoded)
+
+
+def test_the_live_sockets_rate_limits_hold_here_too_and_are_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over /v1/live's audio limit on /v1/listen: closed with 1008, and the token is barred
+    from both sockets for a while (one quota per token)."""
+    monkeypatch.setattr(quotas, "AUDIO_BURST", 32_000)  # one second of audio
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
+    _, token = add_user(db, "ana")
+    auth = {"Authorization": f"Token {token}"}
+    try:
+        with serving(app) as host:
+            with connect(f"ws://{host}/v1/listen", additional_headers=auth) as ws:
+                for _ in range(20):  # 1 s at a time, as fast as it goes, until closed
+                    with contextlib.suppress(ConnectionClosed):
+                        ws.send(b"\x00\x00" * 16_000)
+                with pytest.raises(ConnectionClosed) as closed:
+                    ws.recv(timeout=30)
+            assert closed.value.rcvd is not None
+            assert closed.value.rcvd.code == 1008
+            with pytest.raises(InvalidStatus) as barred:
+                connect(f"ws://{host}/v1/listen", additional_headers=auth)
+            assert barred.value.response.status_code == 429
+            with pytest.raises(InvalidStatus) as live_barred:  # the same token on /v1/live
+                connect(f"ws://{host}/v1/live?token={token}")
+            assert live_barred.value.response.status_code == 403
+    finally:
+        db.dispose()
