@@ -91,7 +91,8 @@ def test_a_header_that_understates_the_audio_stops_at_the_limit(tmp_path: Path) 
     with pytest.raises(AudioError, match=r"at most 30 s \(\$HEARD_MAX_TRACK_S\)") as caught:
         decoded.extend(w.start_s for w in audio_windows(path, window_s=10, max_s=30))
     assert str(path) in str(caught.value)
-    assert len(decoded) <= 3  # stopped at the limit, not at the end of the 120 s
+    assert decoded  # what came before the limit came out
+    assert decoded[-1] < 30  # stopped at the limit, not at the end of the 120 s
     with pytest.raises(AudioError, match="at most 30 s"):
         FasterWhisperTranscriber(WhisperOptions(max_track_s=30)).transcribe(path)
 
