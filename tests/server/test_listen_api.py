@@ -20,11 +20,12 @@ from deepgram.environment import DeepgramClientEnvironment
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+import heard.server.listen as listen_module
 from heard.asr.audio import load_audio
 from heard.server import quotas
 from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
-from heard.store.users import add_user
+from heard.store.users import add_user, revoke_tokens
 from tests.conftest import AUDIO
 from tests.server.threaded import serving
 
@@ -159,7 +160,8 @@ def test_a_wrong_key_is_refused_as_deepgram_refuses_it(server: tuple[str, str]) 
         ("sample_rate=8000", "sample_rate"),
         ("encoding=opus", "encoding"),
         ("channels=2", "channels"),
-        ("endpointing=10", "endpointing"),
+        ("detect_entities=true", "detect_entities"),
+        ("endpointing=soon", "endpointing"),
         ("interim_results=maybe", "interim_results"),
         ("language=es", "knows only English"),
     ],
@@ -179,11 +181,12 @@ def test_what_heard_cannot_honour_refuses_the_handshake_naming_it(
     ("frame", "code"),
     [
         ('{"type": "Configure"}', 1007),
+        ('{"type": "' + "\U0001f600" * 40 + '"}', 1007),  # a reason too long for a close frame
         ("not json", 1007),
         (b"\x01\x02\x03", 1007),
         (b"\x00" * 70_000, 1009),
     ],
-    ids=["unknown control", "not JSON", "odd PCM", "oversize"],
+    ids=["unknown control", "an emoji control", "not JSON", "odd PCM", "oversize"],
 )
 def test_a_bad_frame_closes_with_its_reason(
     server: tuple[str, str], frame: str | bytes, code: int
@@ -196,6 +199,7 @@ def test_a_bad_frame_closes_with_its_reason(
             ws.recv(timeout=30)
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == code
+    assert len(closed.value.rcvd.reason.encode()) <= 123
 
 
 def test_keepalive_is_quiet_and_closestream_ends_with_metadata(server: tuple[str, str]) -> None:
@@ -223,6 +227,17 @@ def test_listen_options_are_checked_before_any_audio() -> None:
     assert options.language == "en"
     assert options.endpointing_ms > 3600_000  # never ends on silence alone
     assert options.utterance_end_ms == 1500
+    # what Pipecat's Deepgram service sends by default: features off, a short endpointing
+    pipecat = {"model": "nova-3-general", "language": "en", "encoding": "linear16",
+               "sample_rate": "16000", "channels": "1", "interim_results": "true",
+               "smart_format": "true", "punctuate": "true", "profanity_filter": "false",
+               "vad_events": "false", "detect_entities": "false", "diarize": "false",
+               "dictation": "false", "multichannel": "false", "endpointing": "25",
+               "utterance_end_ms": "1000", "no_delay": "true"}  # fmt: skip
+    taken = parse_options(pipecat, WhisperOptions())
+    assert taken.endpointing_ms == 300  # the shortest silence heard ends an utterance on
+    with pytest.raises(InputError, match="diarize"):
+        parse_options({**pipecat, "diarize": "true"}, WhisperOptions())
     with pytest.raises(InputError, match="utterance_end_ms"):
         parse_options({"utterance_end_ms": "500"}, WhisperOptions())
 
@@ -300,3 +315,59 @@ def test_the_live_sockets_rate_limits_hold_here_too_and_are_shared(
             assert live_barred.value.response.status_code == 403
     finally:
         db.dispose()
+
+
+def test_a_quiet_connection_is_closed_as_deepgram_closes_it(
+    server: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listen_module, "IDLE_S", 0.5)
+    host, token = server
+    with (
+        connect(
+            f"ws://{host}/v1/listen", additional_headers={"Authorization": f"Token {token}"}
+        ) as ws,
+        pytest.raises(ConnectionClosed) as closed,
+    ):
+        ws.recv(timeout=30)
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason[:8]) == (1011, "NET-0001")
+
+
+def test_an_empty_binary_frame_closes_the_stream(server: tuple[str, str]) -> None:
+    host, token = server
+    with connect(
+        f"ws://{host}/v1/listen", additional_headers={"Authorization": f"Token {token}"}
+    ) as ws:
+        ws.send(b"")
+        assert json.loads(ws.recv(timeout=30))["type"] == "Metadata"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1000
+
+
+@pytest.mark.asr
+def test_a_revoked_token_gets_no_more_finals(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
+    _, token = add_user(db, "ana")
+    auth = {"Authorization": f"Token {token}"}
+    try:
+        with serving(app) as host, connect(f"ws://{host}/v1/listen?interim_results=true",
+                                           additional_headers=auth) as ws:  # fmt: skip
+            revoke_tokens(db, "ana", token)
+            audio = pcm(seconds_of_silence=1.5, up_to_s=4.5)
+            got: list[dict[str, Any]] = []
+            with pytest.raises(ConnectionClosed) as closed:  # noqa: PT012 - until it closes
+                for i in range(0, len(audio), FRAME):
+                    ws.send(audio[i : i + FRAME])
+                    time.sleep(0.05)
+                    with contextlib.suppress(TimeoutError):
+                        got.append(json.loads(ws.recv(timeout=0)))
+                while True:
+                    got.append(json.loads(ws.recv(timeout=30)))
+    finally:
+        db.dispose()
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1008, "the token was revoked")
+    assert not [m for m in got if m.get("type") == "Results" and m["is_final"]]

@@ -152,6 +152,8 @@ HOSTILE = [
      {"file": ("a.wav", b"\x00\xff" * 4096, "audio/wav")}, "file"),
     ("a file named with NUL", {"model": "whisper-1"},
      {"file": ("a\x00.wav", b"junk" * 10, "audio/wav")}, "file"),
+    ("a file named like the limit", {"model": "whisper-1"},  # not a 413 for its name
+     {"file": ("keep it at most short.wav", b"junk" * 10, "audio/wav")}, "file"),
 ]  # fmt: skip
 
 
@@ -266,3 +268,17 @@ def test_a_second_file_of_the_same_user_is_a_429_while_the_first_runs(
     assert second.status_code == 429
     assert second.json()["error"]["type"] == "rate_limit_exceeded"
     assert int(second.headers["Retry-After"]) >= 1
+
+
+def test_a_bug_is_a_500_in_openais_shape(db: Database, tmp_path: Path) -> None:
+    fake = FakeTranscriber({}, before=lambda _: (_ for _ in ()).throw(RuntimeError("bug")))
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=fake))
+    _, token = add_user(db, "ana")
+    with TestClient(app, raise_server_exceptions=False) as client, JFK.open("rb") as f:
+        auth = {"Authorization": f"Bearer {token}"}
+        reply = client.post("/v1/audio/transcriptions", data={"model": "whisper-1"},
+                            files={"file": f}, headers=auth)  # fmt: skip
+    assert reply.status_code == 500
+    assert reply.json() == {"error": {"message": "internal error", "type": "server_error",
+                                      "param": None, "code": None}}  # fmt: skip
+    assert not any((tmp_path / "uploads" / ".transcriptions").iterdir())

@@ -122,7 +122,7 @@ def serve(
         import uvicorn
 
         from heard.server.app import ServerSettings, create_app
-        from heard.server.transport import UVICORN_OPTIONS, Server
+        from heard.server.transport import UVICORN_OPTIONS, DeniedHandshakes, Server
     except ImportError as e:
         raise MissingDependencyError(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
@@ -164,6 +164,7 @@ def serve(
     )
     for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
         logging.getLogger(name).addFilter(RedactTokens())
+    logging.getLogger("uvicorn.error").addFilter(DeniedHandshakes())
     config = uvicorn.Config(served, host=host, port=port, log_level="info", **UVICORN_OPTIONS)
     Server(config, server_settings.stopping).run()
 

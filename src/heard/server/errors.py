@@ -157,6 +157,13 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _reply(request, 422, invalid_detail(exc.errors()))
 
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        # (logged with its traceback by the server as well): the client gets one line, in the
+        # route's shape
+        log.error("unexpected %s on %s", type(exc).__name__, request.url.path)
+        return _reply(request, 500, "internal error")
+
     @app.exception_handler(HeardError)
     async def _heard_error(request: Request, exc: HeardError) -> JSONResponse:
         status = status_of(exc)

@@ -38,7 +38,7 @@ from heard.transcript.stabilizer import TranscriptStep
 if TYPE_CHECKING:
     from heard.asr.whisper import WhisperOptions
 
-__all__ = ["MAX_FRAME_BYTES", "Outbox", "Releases", "is_end", "receive"]
+__all__ = ["MAX_FRAME_BYTES", "Outbox", "Releases", "close_reason", "is_end", "receive"]
 
 log = logging.getLogger("heard.server.live")
 
@@ -52,6 +52,19 @@ CLOSE_INVALID = 1007
 CLOSE_POLICY = 1008
 CLOSE_TOO_BIG = 1009
 REVOKED = "the token was revoked"
+
+
+MAX_REASON_BYTES = 123
+"""A close frame's reason holds at most this much UTF-8 (RFC 6455: 125 bytes with the code)."""
+
+
+def close_reason(text: str) -> str:
+    """``text`` cut to what a close frame can carry, whole characters only: a longer reason
+    fails the close, and the client sees 1006 instead of the code."""
+    data = text.encode("utf-8")
+    if len(data) <= MAX_REASON_BYTES:
+        return text
+    return data[: MAX_REASON_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
 class Outbox(asyncio.Queue[LiveMessage | None]):

@@ -15,7 +15,11 @@ and a normal close). It gets back:
 * ``SpeechStarted`` (with ``vad_events=true``) when a new utterance's first words are heard;
 * ``UtteranceEnd`` (with ``utterance_end_ms``) once that much audio has gone by after the
   last final word with no new speech;
-* ``Metadata`` in answer to ``CloseStream``.
+* ``Metadata`` in answer to ``CloseStream`` (or an empty binary frame, Deepgram's older way).
+
+A connection quiet for 10 s (no audio, no message: ``KeepAlive`` holds it) is closed with
+1011 ``NET-0001``, as Deepgram closes it; a token revoked while it streams is checked before
+each final, and closes it with 1008.
 
 Query parameters taken: ``encoding`` (linear16 only), ``sample_rate`` (16000 only),
 ``channels`` (1 only), ``language`` (as the server's model knows it; ``en-US`` is ``en``),
@@ -37,6 +41,7 @@ import hashlib
 import json
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -55,7 +60,9 @@ from heard.server.frames import (
     CLOSE_POLICY,
     CLOSE_TOO_BIG,
     MAX_FRAME_BYTES,
+    REVOKED,
     SEND_TIMEOUT_S,
+    close_reason,
 )
 from heard.storable import unique_keys
 from heard.store.users import authenticate, digest
@@ -69,10 +76,22 @@ __all__ = ["mount_listen"]
 
 log = logging.getLogger("heard.server.listen")
 
-NO_EFFECT = frozenset({"smart_format", "numerals", "filler_words", "version", "mip_opt_out"})
+NO_EFFECT = frozenset({"smart_format", "numerals", "filler_words", "version", "mip_opt_out",
+                       "no_delay", "keyterm", "keywords", "tag", "extra"})  # fmt: skip
+"""Taken and not used: formatting heard's text already has, hints and labels."""
+OFF_ONLY = frozenset({"detect_entities", "diarize", "dictation", "multichannel",
+                      "profanity_filter", "redact", "detect_language", "search",
+                      "replace"})  # fmt: skip
+"""Features heard does not have: taken when the client turns them off (Pipecat sends them all
+as false), refused when it asks for them."""
 MIN_ENDPOINTING_MS = 300
-"""The shortest silence that ends an utterance here: the recognizer's VAD needs some."""
+"""The shortest silence that ends an utterance here (the recognizer's VAD needs some): a
+shorter ``endpointing`` is taken as this."""
 CLOSE_NORMAL = 1000
+CLOSE_IDLE = 1011
+IDLE_S = 10.0
+"""A connection that sends neither audio nor a message for this long is closed (1011,
+``NET-0001``), as Deepgram closes it: ``KeepAlive`` is how a client holds a quiet one open."""
 CHANNEL = [0, 1]
 """Deepgram's ``channel_index``: channel 0 of 1."""
 
@@ -108,7 +127,8 @@ def parse_options(params: dict[str, str], whisper: WhisperOptions) -> ListenOpti
     first that heard cannot honour)."""
     known = {"encoding", "sample_rate", "channels", "language", "model", "interim_results",
              "punctuate", "endpointing", "utterance_end_ms", "vad_events", "token"}  # fmt: skip
-    unknown = sorted(set(params) - known - NO_EFFECT)
+    asked = sorted(k for k in set(params) & OFF_ONLY if params[k].lower() not in ("false", ""))
+    unknown = sorted(set(params) - known - NO_EFFECT - OFF_ONLY) + asked
     if unknown:
         raise InputError(f"not supported here: {', '.join(u[:40] for u in unknown[:5])}")
     if params.get("encoding", "linear16") != "linear16":
@@ -119,9 +139,8 @@ def parse_options(params: dict[str, str], whisper: WhisperOptions) -> ListenOpti
         raise InputError("channels: 1 only")
     language = params.get("language", "").split("-")[0].lower() or whisper.language
     endpointing = params.get("endpointing", "800")
-    end_ms = (
-        10**9 if endpointing == "false" else _ms(endpointing, "endpointing", MIN_ENDPOINTING_MS)
-    )
+    never = endpointing == "false"
+    end_ms = 10**9 if never else max(MIN_ENDPOINTING_MS, _ms(endpointing, "endpointing", 1))
     utterance_end = params.get("utterance_end_ms")
     return ListenOptions(
         language=language,
@@ -155,9 +174,17 @@ async def _refuse(websocket: WebSocket, status: int, code: str, message: str) ->
 class _Stream:
     """One connection's Deepgram side: what to send for each thing the recognizer decodes."""
 
-    def __init__(self, websocket: WebSocket, options: ListenOptions) -> None:
+    def __init__(
+        self,
+        websocket: WebSocket,
+        options: ListenOptions,
+        token_valid: Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
         self.websocket = websocket
         self.options = options
+        self.token_valid = token_valid
+        self.revoked = False
+        """The token was revoked: no more finals go out, and the connection is closed."""
         self.request_id = str(uuid.uuid4())
         self.model_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"heard:{options.model}"))
         self.audio = hashlib.sha256()
@@ -178,6 +205,15 @@ class _Stream:
 
     async def decoded(self, d: Decoded) -> None:
         final = d.kind is EventKind.FINAL
+        if self.revoked:
+            return
+        if final and self.token_valid is not None and not await self.token_valid():
+            self.revoked = True  # checked before each final, as /v1/live checks it
+            log.warning("listen %s: the token was revoked; closing", self.request_id)
+            with contextlib.suppress(Exception):
+                closing = self.websocket.close(CLOSE_POLICY, REVOKED)
+                await asyncio.wait_for(closing, SEND_TIMEOUT_S)
+            return
         if not final and not self.options.interim:
             if not self.speaking:
                 await self._started(d)
@@ -282,7 +318,11 @@ def mount_listen(app: FastAPI, settings: ServerSettings) -> None:
             return
         quota = by_token.setdefault(digest(token), quotas.Quota())
         await websocket.accept(subprotocol="token" if as_subprotocol else None)
-        stream = _Stream(websocket, options)
+
+        async def token_valid() -> bool:
+            return await asyncio.to_thread(authenticate, settings.db, token) is not None
+
+        stream = _Stream(websocket, options, token_valid)
         microphone = Microphone(
             user.name, None, lambda chunk_ms, rtf: None, chosen,
             stream=StreamOptions(end_silence_ms=options.endpointing_ms, word_timestamps=True,
@@ -297,7 +337,8 @@ def mount_listen(app: FastAPI, settings: ServerSettings) -> None:
                 await microphone.close()
             if close is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(websocket.close(*close), SEND_TIMEOUT_S)
+                    closing = websocket.close(close[0], close_reason(close[1]))
+                    await asyncio.wait_for(closing, SEND_TIMEOUT_S)
 
 
 async def _receive(
@@ -307,18 +348,24 @@ async def _receive(
     number = 0
     while True:
         try:
-            message = await websocket.receive()
+            message = await asyncio.wait_for(websocket.receive(), IDLE_S)
         except WebSocketDisconnect:
             return None
+        except TimeoutError:
+            return CLOSE_IDLE, f"NET-0001: no audio or message for {IDLE_S:g} s"
         if message["type"] == "websocket.disconnect":
             return None
         number += 1
+        if stream.revoked:
+            return CLOSE_POLICY, REVOKED
         if stream.stuck:
             return CLOSE_POLICY, "not reading: messages waited too long"
         raw, data = message.get("text"), message.get("bytes")
         size = len(raw.encode()) if raw is not None else len(data or b"")
         if size > MAX_FRAME_BYTES:
             return CLOSE_TOO_BIG, f"frame {number} is over {MAX_FRAME_BYTES} bytes"
+        if raw is None and not data:  # Deepgram's older way to close the stream
+            raw = '{"type": "CloseStream"}'
         if raw is None:
             if not data or len(data) % 2:
                 return CLOSE_INVALID, f"frame {number}: audio must be PCM16 (an even byte count)"

@@ -68,7 +68,14 @@ from heard.release.translation import (
     Translator,
 )
 from heard.server import quotas
-from heard.server.frames import CLOSE_POLICY, SEND_TIMEOUT_S, Outbox, Releases, receive
+from heard.server.frames import (
+    CLOSE_POLICY,
+    SEND_TIMEOUT_S,
+    Outbox,
+    Releases,
+    close_reason,
+    receive,
+)
 from heard.server.messages import (
     Context,
     Error,
@@ -224,5 +231,6 @@ def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> No
             if close is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(
-                        websocket.close(code=close[0], reason=close[1]), SEND_TIMEOUT_S
+                        websocket.close(code=close[0], reason=close_reason(close[1])),
+                        SEND_TIMEOUT_S,
                     )

@@ -18,6 +18,7 @@ Two things in them are heard's choice rather than uvicorn's defaults:
 
 from __future__ import annotations
 
+import logging
 import threading
 from types import FrameType
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "PING_INTERVAL_S",
     "PING_TIMEOUT_S",
     "UVICORN_OPTIONS",
+    "DeniedHandshakes",
     "Server",
 ]
 
@@ -73,6 +75,15 @@ UVICORN_OPTIONS: dict[str, Any] = {
     "ws_ping_timeout": PING_TIMEOUT_S,
     "timeout_graceful_shutdown": GRACE_S,
 }
+
+
+class DeniedHandshakes(logging.Filter):
+    """uvicorn (0.54, sans-io WebSocket protocol) logs an error for every handshake the app
+    refuses with an HTTP response (``/v1/listen``'s 400, 401 and 429, as Deepgram refuses),
+    as if the app had forgotten to answer: a client retrying a bad key would fill the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."
 
 
 class Server(uvicorn.Server):

@@ -24,6 +24,8 @@ the machine has cores for; a server shutting down stops a transcription at its n
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import shutil
 import tempfile
@@ -45,6 +47,7 @@ from heard.timeline.formats import TimedPhrase, TranscriptDoc, render_srt, rende
 __all__ = ["router", "slots"]
 
 router = APIRouter(prefix="/v1/audio", tags=["openai"])
+log = logging.getLogger("heard.server")
 
 OPENAI_MODEL = "whisper-1"
 ResponseFormat = Literal["json", "text", "srt", "vtt", "verbose_json"]
@@ -122,12 +125,12 @@ def transcriptions(
     with request.app.state.transcribing.taken(user.owner), _copied(file, settings.uploads) as path:
         try:
             info = probe_audio(path)
+        except AudioError as e:
+            raise _invalid(str(e).replace(str(path), name), "file", "invalid_file") from None
+        try:
             check_duration(info, settings.max_track_s)
         except AudioError as e:
-            message = str(e).replace(str(path), name)
-            if "at most" in message:
-                raise HTTPException(413, message) from None
-            raise _invalid(message, "file", "invalid_file") from None
+            raise HTTPException(413, str(e).replace(str(path), name)) from None
 
         def watched(done_s: float, total_s: float) -> None:
             if settings.stopping.is_set():
@@ -154,8 +157,15 @@ class _copied:
         folder.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(dir=folder, suffix=".audio")
         self.path = Path(name)
-        with os.fdopen(handle, "wb") as out:
-            shutil.copyfileobj(self.upload.file, out, 1024 * 1024)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                shutil.copyfileobj(self.upload.file, out, 1024 * 1024)
+        except OSError as e:  # a full disk: nothing half-written stays, and no path is said
+            self.path.unlink(missing_ok=True)
+            full = e.errno == errno.ENOSPC
+            log.error("transcriptions: cannot keep an upload: %s", e)
+            detail = "the server has no room for the file" if full else "cannot keep the file now"
+            raise HTTPException(507 if full else 503, detail) from None
         return self.path
 
     def __exit__(self, *_: object) -> None:
