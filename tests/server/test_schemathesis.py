@@ -95,7 +95,7 @@ def _spoil(value: Any, choice: int) -> Any:
 def flatmap_body(context: schemathesis.HookContext, body: Any) -> Any:
     """Half the JSON bodies keep what was generated; the others get one unstorable string.
     (A form cannot carry a lone surrogate: the client cannot encode it; the form's rows in
-    tests/server/test_hostile_input.py send NUL and junk.)"""
+    tests/server/test_openai_api.py send NUL and junk.)"""
     if not isinstance(body, dict | list) or context.operation.path.startswith("/v1/audio/"):
         return st.just(body)
     return st.one_of(st.just(body), st.integers(0, 8).map(lambda i: _spoil(body, i)))
