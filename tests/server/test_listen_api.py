@@ -3,9 +3,12 @@ live client against a real server on loopback, and by hand with what no SDK woul
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
+import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -180,7 +183,7 @@ def test_what_heard_cannot_honour_refuses_the_handshake_naming_it(
 @pytest.mark.parametrize(
     ("frame", "code"),
     [
-        ('{"type": "Configure"}', 1007),
+        ('{"type": "Reconfigure"}', 1007),
         ('{"type": "' + "\U0001f600" * 40 + '"}', 1007),  # a reason too long for a close frame
         ("not json", 1007),
         (b"\x01\x02\x03", 1007),
@@ -371,3 +374,40 @@ def test_a_revoked_token_gets_no_more_finals(tmp_path: Path) -> None:
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1008, "the token was revoked")
     assert not [m for m in got if m.get("type") == "Results" and m["is_final"]]
+
+
+def test_configure_is_answered_and_the_stream_goes_on(server: tuple[str, str]) -> None:
+    host, token = server
+    auth = {"Authorization": f"Token {token}"}
+    with connect(f"ws://{host}/v1/listen", additional_headers=auth) as ws:
+        ws.send(json.dumps({"type": "Configure", "keyterms": ["Lisbon"]}))
+        answer = json.loads(ws.recv(timeout=30))
+        ws.send(json.dumps({"type": "CloseStream"}))
+        assert json.loads(ws.recv(timeout=30))["type"] == "Metadata"
+    assert answer["type"] == "ConfigureFailure"
+    assert answer["code"] == "CONFIGURE_KEYTERMS_NOT_SUPPORTED"
+
+
+def test_a_client_that_vanishes_frees_its_microphone(server: tuple[str, str]) -> None:
+    """Cut off mid-stream (no close frame): the connection's microphone is closed."""
+    host, token = server
+    before = set(listen_module.LISTENING)
+    address, port = host.split(":")
+    raw = socket.create_connection((address, int(port)))
+    key = base64.b64encode(os.urandom(16)).decode()
+    raw.sendall(
+        f"GET /v1/listen HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        f"Authorization: Token {token}\r\n\r\n".encode()
+    )
+    assert raw.recv(12) == b"HTTP/1.1 101"
+    deadline = time.monotonic() + 10
+    while before == listen_module.LISTENING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    opened = listen_module.LISTENING - before
+    assert opened  # the connection is open, with its microphone
+    raw.close()  # gone, without a word
+    deadline = time.monotonic() + 20
+    while listen_module.LISTENING & opened and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not listen_module.LISTENING & opened

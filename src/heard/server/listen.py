@@ -4,7 +4,8 @@ A client written for Deepgram's streaming API (its SDKs, Pipecat's and LiveKit's
 services) points its URL at ``ws://HOST:8000`` with a heard token as its API key
 (``Authorization: Token KEY``, as Deepgram's SDKs send it; ``Bearer KEY``, the ``token``
 subprotocol or ``?token=`` too). It sends PCM16 audio frames and the control messages
-``{"type": "KeepAlive"}``, ``{"type": "Finalize"}`` (the audio so far is decoded and its
+``{"type": "KeepAlive"}``, ``{"type": "Configure"}`` (answered ``ConfigureFailure``: heard's
+recognizer takes no keyterms), ``{"type": "Finalize"}`` (the audio so far is decoded and its
 final sent, ``from_finalize``) and ``{"type": "CloseStream"}`` (the same, then ``Metadata``
 and a normal close). It gets back:
 
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
     from heard.asr.whisper import WhisperOptions
     from heard.server.state import ServerSettings
 
-__all__ = ["mount_listen"]
+__all__ = ["LISTENING", "mount_listen"]
 
 log = logging.getLogger("heard.server.listen")
 
@@ -87,6 +88,9 @@ as false), refused when it asks for them."""
 MIN_ENDPOINTING_MS = 300
 """The shortest silence that ends an utterance here (the recognizer's VAD needs some): a
 shorter ``endpointing`` is taken as this."""
+LISTENING: set[str] = set()
+"""The request ids of the connections open now, each with its microphone (one that leaves,
+however it leaves, is taken out once its microphone is closed)."""
 CLOSE_NORMAL = 1000
 CLOSE_IDLE = 1011
 IDLE_S = 10.0
@@ -330,11 +334,13 @@ def mount_listen(app: FastAPI, settings: ServerSettings) -> None:
             on_decoded=stream.decoded,
         )  # fmt: skip
         close: tuple[int, str] | None = None
+        LISTENING.add(stream.request_id)
         try:
             close = await _receive(websocket, stream, microphone, quota)
         finally:
             with contextlib.suppress(Exception):
                 await microphone.close()
+            LISTENING.discard(stream.request_id)
             if close is not None:
                 with contextlib.suppress(Exception):
                     closing = websocket.close(close[0], close_reason(close[1]))
@@ -385,6 +391,11 @@ async def _receive(
         kind = control.get("type") if isinstance(control, dict) else None
         if kind == "KeepAlive":
             continue
+        if kind == "Configure":  # keyterms mid-stream: heard's recognizer takes none
+            await stream.send({"type": "ConfigureFailure", "request_id": stream.request_id,
+                               "code": "CONFIGURE_KEYTERMS_NOT_SUPPORTED",
+                               "description": "heard's recognizer takes no keyterms"})  # fmt: skip
+            continue
         if kind in ("Finalize", "CloseStream"):
             stream.finalizing = True
             await microphone.flush()
@@ -394,4 +405,7 @@ async def _receive(
                 return CLOSE_NORMAL, ""
             continue
         shown = str(kind)[:40] if kind is not None else "no type"
-        return CLOSE_INVALID, f"frame {number}: {shown}: KeepAlive, Finalize or CloseStream"
+        return (
+            CLOSE_INVALID,
+            f"frame {number}: {shown}: KeepAlive, Finalize, CloseStream or Configure",
+        )
