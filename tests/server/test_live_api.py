@@ -262,6 +262,23 @@ def test_the_pacer_widens_steps_only_after_repeated_slow_ones() -> None:
     assert pacer.chunk_ms == 4000
 
 
+def test_the_pacer_narrows_again_once_decoding_keeps_up() -> None:
+    """Issue 29: one slow early step set the step to 2 s for the rest of a connection."""
+    from heard.live.microphone import Pacer
+
+    pacer = Pacer(chunk_ms=1000, max_ms=4000)
+    assert [pacer.observe(1.9, 1.0) for _ in range(2)] == [None, 2000]  # a slow start
+    assert [pacer.observe(0.6, 2.0) for _ in range(4)] == [None, None, None, 1000]
+    assert pacer.observe(0.3, 1.0) is None
+    assert [pacer.observe(0.3, 1.0) for _ in range(8)] == [None] * 8  # never below the first
+    # a step that only just keeps up (rtf 0.5) is not fast enough to halve: no flip-flop
+    pacer = Pacer(chunk_ms=1000, max_ms=4000)
+    pacer.observe(1.9, 1.0)
+    pacer.observe(1.9, 1.0)
+    assert [pacer.observe(1.0, 2.0) for _ in range(8)] == [None] * 8
+    assert pacer.chunk_ms == 2000
+
+
 def test_live_context_holds_the_users_pages_and_end_needs_no_exact_spacing(server) -> None:  # type: ignore[no-untyped-def]
     from heard.server.frames import is_end
 

@@ -3,7 +3,8 @@
 The streaming recognizer runs in a worker thread, one step at a time, on whatever audio has
 arrived; each decoded partial or final is handed on as a transcript event. When steps take
 longer than the audio they cover, the ``Pacer`` widens them (up to 4 s): fewer, longer
-decodes, told to the caller, instead of a lag that grows without end.
+decodes, told to the caller, instead of a lag that grows without end; once decoding keeps up
+again, it narrows them back.
 """
 
 from __future__ import annotations
@@ -20,30 +21,47 @@ from heard.transcript.events import TranscriptEvent
 __all__ = ["Microphone", "Pacer"]
 
 
+NARROW_BELOW_RTF = 0.45
+"""A step this much faster than its audio, ``2 x patience`` times in a row, halves the step
+again. Under 0.5, so that the halved step (about the same decode on half the audio) still
+keeps up: the pacer does not flip back and forth."""
+
+
 class Pacer:
-    """When to decode less often: after ``patience`` steps in a row that took longer than the
-    audio they covered, double the step (up to ``max_ms``). Returns the new step, or None."""
+    """How often to decode: after ``patience`` steps in a row that took longer than the audio
+    they covered, double the step (up to ``max_ms``); after twice as many in a row under
+    NARROW_BELOW_RTF, halve it again (down to the first step), so one slow moment (a model
+    loading, a neighbour's burst) does not slow a stream for the rest of its life. Returns the
+    new step, or None."""
 
     def __init__(self, chunk_ms: int = 1000, max_ms: int = 4000, patience: int = 2) -> None:
         self.chunk_ms, self.max_ms, self.patience = chunk_ms, max_ms, patience
+        self.min_ms = chunk_ms
         self.slow_steps = 0
+        self.fast_steps = 0
         self.last_rtf = 0.0
 
     def observe(self, spent_s: float, covered_s: float) -> int | None:
         self.last_rtf = spent_s / max(covered_s, 1e-3)
         self.slow_steps = self.slow_steps + 1 if self.last_rtf > 1.0 else 0
-        if self.slow_steps < self.patience or self.chunk_ms >= self.max_ms:
-            return None
-        self.slow_steps = 0
-        self.chunk_ms = min(self.max_ms, self.chunk_ms * 2)
-        return self.chunk_ms
+        self.fast_steps = self.fast_steps + 1 if self.last_rtf < NARROW_BELOW_RTF else 0
+        if self.slow_steps >= self.patience and self.chunk_ms < self.max_ms:
+            self.slow_steps = 0
+            self.chunk_ms = min(self.max_ms, self.chunk_ms * 2)
+            return self.chunk_ms
+        if self.fast_steps >= 2 * self.patience and self.chunk_ms > self.min_ms:
+            self.fast_steps = 0
+            self.chunk_ms = max(self.min_ms, self.chunk_ms // 2)
+            return self.chunk_ms
+        return None
 
 
 class Microphone:
     """One speaker's audio: ``add`` PCM16 (16 kHz mono, little-endian) as it arrives, ``end``
     to flush the last final, ``close`` to decode what is left and stop. Each decoded event
     goes to ``on_event``, in order (or, given ``on_decoded``, what the recognizer decoded,
-    with its times and words); ``on_degraded(chunk_ms, rtf)`` says the steps widened.
+    with its times and words); ``on_degraded(chunk_ms, rtf)`` says the steps widened (or
+    narrowed back).
     ``whisper`` chooses the model and language (default: tiny.en), ``stream`` the
     recognizer's options."""
 
@@ -131,10 +149,10 @@ class Microphone:
 
     def _pace(self, spent_s: float, covered_s: float) -> None:
         assert self._recognizer is not None
-        wider = self._pacer.observe(spent_s, covered_s)
-        if wider is not None:
-            self._recognizer.chunk_ms = wider
-            self.on_degraded(wider, round(self._pacer.last_rtf, 2))
+        step = self._pacer.observe(spent_s, covered_s)
+        if step is not None:
+            self._recognizer.chunk_ms = step
+            self.on_degraded(step, round(self._pacer.last_rtf, 2))
 
     async def _hand_on(self, found: list[Decoded]) -> None:
         t_ms = self.received * 1000 // SAMPLE_RATE

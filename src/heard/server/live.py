@@ -5,7 +5,8 @@ format (``{"t_ms": 1200, "type": "partial", "text": "what should we", "speaker":
 or audio as binary frames: PCM16 little-endian, 16 kHz, mono, any length. Audio goes
 through heard's streaming recognizer (``?speaker=`` names who speaks, default "you");
 when decoding falls behind the audio, the recognizer's step grows (up to 4 s) and the
-client is told: ``{"type": "degraded", "chunk_ms": 2000, "rtf": 1.3}``. A text frame
+client is told: ``{"type": "degraded", "chunk_ms": 2000, "rtf": 1.3}`` (and again, with the
+smaller step, when it narrows back once decoding keeps up). A text frame
 ``{"type": "end"}`` flushes the audio (the last final) without closing.
 The server answers with JSON messages:
 
