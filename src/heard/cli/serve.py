@@ -113,7 +113,8 @@ def serve(
     device: DeviceOption = None,
     compute_type: ComputeTypeOption = None,
 ) -> None:
-    """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs).
+    """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs), with OpenAI's
+    /v1/audio/transcriptions and Deepgram's /v1/listen for clients written for them.
 
     --model and the options beside it choose the recognizer of uploaded meetings (run here)
     and of the live socket's audio.
