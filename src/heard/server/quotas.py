@@ -95,12 +95,19 @@ def limit_text(what: str) -> str:
 
 
 class Slots:
-    """Heavy work (a whole file transcribed) bounded per user and for the server: one at a
-    time per user and ``total`` at once; beyond either, ``BusyError`` at once (a 429) rather
-    than a request thread waiting."""
+    """Heavy work (a store of evidence, a whole file transcribed) bounded per user and for the
+    server: one at a time per user and ``total`` at once; beyond either, ``BusyError`` at once
+    (a 429) rather than a request thread waiting. ``one`` and ``many`` (``{total}`` in it: the
+    bound) name the work in those errors."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(
+        self,
+        total: int,
+        one: str = "transcribing a file",
+        many: str = "transcribing {total} files",
+    ) -> None:
         self.total = total
+        self.one, self.many = one, many
         self._lock = threading.Lock()
         self._busy: set[str] = set()
 
@@ -108,9 +115,10 @@ class Slots:
     def taken(self, owner: str) -> Iterator[None]:
         with self._lock:
             if owner in self._busy:
-                raise BusyError("this user is transcribing a file already; send the next after it")
+                raise BusyError(f"this user is {self.one} already; send the next after it")
             if len(self._busy) >= self.total:
-                raise BusyError(f"the server is transcribing {self.total} files; try again soon")
+                many = self.many.format(total=self.total)
+                raise BusyError(f"the server is {many}; try again soon")
             self._busy.add(owner)
         try:
             yield

@@ -97,8 +97,8 @@ class Memories:
         self.parts = parts or MemoryParts()
         self._by_owner: dict[str, UserMemory] = {}
         self._lock = threading.Lock()
-        self._storing: dict[str, threading.Lock] = {}
-        """Held while one of the user's stores runs."""
+        self._storing = quotas.Slots(total=2**31, one="storing evidence")
+        """One store per user at a time."""
         self._budget: dict[str, quotas.Bucket] = {}
         """Bytes of evidence text the user may still store."""
 
@@ -158,13 +158,10 @@ class Memories:
         at once (a 429), so one user's uploads never queue on the request threads."""
         size = sum(len(u.text.encode("utf-8")) for u in items)
         with self._lock:
-            busy = self._storing.setdefault(owner, threading.Lock())
             budget = self._budget.setdefault(
                 owner, quotas.Bucket(quotas.EVIDENCE_BYTES_PER_S, quotas.EVIDENCE_BURST)
             )
-        if not busy.acquire(blocking=False):
-            raise BusyError("this user is storing evidence already; send the next when it is done")
-        try:
+        with self._storing.taken(owner):
             if not budget.take(size):
                 wait_s = (size - budget.tokens) / budget.per_s
                 raise BusyError(
@@ -183,8 +180,6 @@ class Memories:
                 raise
             self._caught_up(memory, memory_version(self.db, owner))
             return count
-        finally:
-            busy.release()
 
 
 class Runs:
