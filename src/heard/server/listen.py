@@ -218,19 +218,17 @@ class _Stream:
                 closing = self.websocket.close(CLOSE_POLICY, REVOKED)
                 await asyncio.wait_for(closing, SEND_TIMEOUT_S)
             return
-        if not final and not self.options.interim:
-            if not self.speaking:
-                await self._started(d)
-            return
         if not self.speaking:
             await self._started(d)
-        await self.send(self._results(d, final))
-        if final:
-            self.last_word_end = d.end_s
-            if d.endpoint:
-                self.speaking = False
-        else:
+        if not final:
             self.last_word_end = None  # speech goes on: no UtteranceEnd yet
+            if self.options.interim:
+                await self.send(self._results(d, final=False))
+            return
+        await self.send(self._results(d, final=True))
+        self.last_word_end = d.end_s
+        if d.endpoint:
+            self.speaking = False
 
     async def _started(self, d: Decoded) -> None:
         self.speaking = True
