@@ -9,8 +9,11 @@ next batch.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
@@ -86,14 +89,28 @@ def test_while_a_user_encodes_their_memory_answers_and_a_second_store_is_refused
     }
 
 
-def test_more_text_a_minute_than_the_budget_is_a_429_with_when_to_retry(
+@pytest.fixture
+def budgeted(
     db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[int, int], AbstractContextManager[tuple[TestClient, dict[str, str]]]]:
+    """A server whose users may store ``burst`` bytes of evidence, ``per_s`` more a second;
+    a client of it, and ana's headers."""
+
+    @contextlib.contextmanager
+    def serve(burst: int, per_s: int) -> Iterator[tuple[TestClient, dict[str, str]]]:
+        monkeypatch.setattr(quotas, "EVIDENCE_BURST", burst)
+        monkeypatch.setattr(quotas, "EVIDENCE_BYTES_PER_S", per_s)
+        _, token = add_user(db, "ana")
+        with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+            yield client, {"Authorization": f"Bearer {token}"}
+
+    return serve
+
+
+def test_more_text_a_minute_than_the_budget_is_a_429_with_when_to_retry(
+    budgeted: Callable[[int, int], AbstractContextManager[tuple[TestClient, dict[str, str]]]],
 ) -> None:
-    monkeypatch.setattr(quotas, "EVIDENCE_BURST", 2000)
-    monkeypatch.setattr(quotas, "EVIDENCE_BYTES_PER_S", 10)
-    _, token = add_user(db, "ana")
-    headers = {"Authorization": f"Bearer {token}"}
-    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+    with budgeted(2000, 10) as (client, headers):
         utterance = {"speaker": "ana", "text": "ferry " * 250}
         first = client.post("/v1/memory/evidence", headers=headers,
                             json={"utterances": [{"id": "a", **utterance}]})  # fmt: skip
@@ -108,13 +125,9 @@ def test_more_text_a_minute_than_the_budget_is_a_429_with_when_to_retry(
 
 
 def test_a_store_that_fails_spends_none_of_the_budget(
-    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    budgeted: Callable[[int, int], AbstractContextManager[tuple[TestClient, dict[str, str]]]],
 ) -> None:
-    monkeypatch.setattr(quotas, "EVIDENCE_BURST", 3500)
-    monkeypatch.setattr(quotas, "EVIDENCE_BYTES_PER_S", 1)
-    _, token = add_user(db, "ana")
-    headers = {"Authorization": f"Bearer {token}"}
-    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
+    with budgeted(3500, 1) as (client, headers):
 
         def store(i: str) -> int:
             body = {"utterances": [{"id": i, "speaker": "ana", "text": "ferry " * 250}]}
