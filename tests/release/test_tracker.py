@@ -12,6 +12,7 @@ from heard.release import (
     ESCALATE_AFTER_MS,
     ESCALATE_AFTER_WORDS,
     ESCALATED_DWELL_MS,
+    ESCALATED_OVERDUE_MS,
     LIVE_DWELL_MS,
     PAUSE_MS,
     Captions,
@@ -104,6 +105,25 @@ def test_live_dwell_clock_starts_when_text_first_settles() -> None:
     assert s.partial("alpha beta gamma delta", 100 + LIVE_DWELL_MS - 1) == []
     units = s.partial("alpha beta gamma delta epsilon", 100 + LIVE_DWELL_MS)
     assert [(u.text, u.reason) for u in units] == [("alpha beta gamma delta", ReleaseReason.DWELL)]
+
+
+def test_escalated_balanced_releases_what_the_recognizer_was_slow_to_settle_at_once() -> None:
+    """A word the recognizer kept flipping settles late; it has waited already, so escalated
+    Balanced releases it as it settles, not a whole dwell later (ESCALATED_OVERDUE_MS)."""
+    s = Speaker("balanced", NO_PAUSE)
+    s.grow(bare(BARE_FINAL_WORDS))
+    s.final(" ".join(bare(BARE_FINAL_WORDS)), 5000)
+    assert s.tracker.escalated
+    heard = 6000  # y0 first heard
+    for i, text in enumerate(["y0 y1 y2", "q0 y1 y2", "y0 y1 y2", "q0 y1 y2", "y0 y1 y2 y3"]):
+        assert s.partial(text, heard + 1000 * i) == []
+    settled = heard + 4500
+    assert s.partial("y0 y1 y2 y3 y4", settled) == []  # "y0 y1 y2 y3" settles
+    overdue = heard + ESCALATED_OVERDUE_MS
+    assert overdue < settled + ESCALATED_DWELL_MS, "the dwell would release it later"
+    assert s.poll(overdue - 100) == []
+    [unit] = s.poll(overdue)
+    assert (unit.text, unit.reason) == ("y0 y1 y2 y3", ReleaseReason.DWELL)
 
 
 def test_a_bare_final_escalates_balanced_and_marks_bring_it_back() -> None:

@@ -13,6 +13,7 @@ __all__ = [
     "COMMA_UNIT_WORDS",
     "DE_ESCALATE_CLAUSE_ENDS",
     "ESCALATED_DWELL_MS",
+    "ESCALATED_OVERDUE_MS",
     "ESCALATE_AFTER_MS",
     "ESCALATE_AFTER_WORDS",
     "ESCALATE_BEFORE_ANY_MARK_MS",
@@ -45,6 +46,18 @@ ESCALATED_DWELL_MS = 2000
 """How long settled text waits, once Balanced has escalated, before it is released: longer
 than Live's dwell, so escalated Balanced costs less than Live (BENCHMARKS.md, cadence). At
 2500 ms the unpunctuated fixture's p95 was 5.5 s for the same 15 units; at 2000 ms, 5.0 s."""
+
+ESCALATED_OVERDUE_MS = 5000
+"""Once Balanced has escalated, settled text whose first word was first heard this long ago is
+released at once, without waiting out the dwell: the recognizer kept it unsettled (it changed
+its reading, "change" / "can"), so it has already waited longer than the dwell would have made
+it, and holding it batches nothing more. It is the latency escalated Balanced aims at (issue
+25: p95 at most 5 s). Measured on both cadence families (BENCHMARKS.md, cadence): the late-final
+unpunctuated monologue's p95 falls from 6.0 to 5.0 s for one more unit (0.75x Live), the
+unpunctuated fixture's from 5.0 to 4.0 s for the same units; at 4000 ms the late one is at
+4.0 s for two more (0.80x), at 3500 ms five more (0.95x). It must exceed the dwell plus one
+decode step (1000 ms), the soonest a word heard in a partial settles and goes out on the dwell:
+else it would be a shorter dwell."""
 
 ESCALATE_AFTER_MS = 10000
 """Balanced escalates once settled words have waited this long with no settled punctuation mark
@@ -114,6 +127,8 @@ class ReleaseConfig:
 
     dwell_ms: int = LIVE_DWELL_MS
     escalated_dwell_ms: int = ESCALATED_DWELL_MS
+    escalated_overdue_ms: int | None = ESCALATED_OVERDUE_MS
+    """None: escalated Balanced releases on the dwell only."""
     escalate_after_ms: int | None = ESCALATE_AFTER_MS
     """None turns escalation on time off (finals alone then escalate)."""
     escalate_before_any_mark_ms: int | None = ESCALATE_BEFORE_ANY_MARK_MS
@@ -129,6 +144,8 @@ class ReleaseConfig:
 
 if not ESCALATED_DWELL_MS >= LIVE_DWELL_MS:  # pragma: no cover - a retune gone wrong
     raise AssertionError("escalated Balanced must not release faster than Live")
+if not ESCALATED_OVERDUE_MS > ESCALATED_DWELL_MS + 1000:  # pragma: no cover
+    raise AssertionError("the overdue release must not be a shorter dwell (one decode step)")
 if not ESCALATE_AFTER_MS > ESCALATED_DWELL_MS >= LIVE_DWELL_MS:  # pragma: no cover
     raise AssertionError("escalation must wait out more than a dwell: it would be Live")
 if not ESCALATE_AFTER_MS >= ESCALATE_BEFORE_ANY_MARK_MS > ESCALATED_DWELL_MS:  # pragma: no cover

@@ -17,8 +17,10 @@ on every fixture.
 * **Balanced** releases at clause boundaries (sentence punctuation) of at least
   ``MIN_UNIT_WORDS`` words, and at pauses (the recognizer repeated itself for ``PAUSE_MS``).
   When the recognizer stops punctuating it *escalates*: it then also releases settled text
-  that has waited ``ESCALATED_DWELL_MS``. ``heard.release.escalation`` decides when, on time
-  inside the utterance (late finals are not needed), and when to come back.
+  that has waited ``ESCALATED_DWELL_MS``, or at once when its first word was heard
+  ``ESCALATED_OVERDUE_MS`` ago (the recognizer was slow to settle it).
+  ``heard.release.escalation`` decides when, on time inside the utterance (late finals are not
+  needed), and when to come back.
 
 When a confirmed new reading of the recognizer (``Hypothesis.revised``) changes words already
 released, correction units replace just the released words that differ, at once, as a
@@ -132,6 +134,7 @@ class ReleaseTracker:
         self._stable: list[str] = list(self._released)
         self._settled_at: list[int | None] = [t_ms] * len(self._stable)
         self._wait_since: int | None = None  # when unreleased stable text first appeared
+        self._heard_at: list[int] = []  # per word of the utterance: when a partial first held it
         self._last_growth_ms: int | None = None
         self.escalation.start_utterance()
 
@@ -154,6 +157,8 @@ class ReleaseTracker:
     def on_hypothesis(self, hypothesis: Hypothesis, t_ms: int) -> list[ReleaseUnit]:
         """One step of this speaker's transcript: a revised partial, or the utterance's final."""
         words = list(hypothesis.stable_words)
+        heard = len(words) + len(hypothesis.unstable_words)
+        self._heard_at += [t_ms] * (heard - len(self._heard_at))
         if hypothesis.final:
             return self._finalize(words, t_ms)
         if not hypothesis.repeated or self._last_growth_ms is None:
@@ -215,7 +220,7 @@ class ReleaseTracker:
         self.escalation.decide(t_ms, self._last_growth_ms)
         units = self._boundaries(t_ms)
         if self.escalated:
-            units += self._dwell(t_ms, self.config.escalated_dwell_ms)
+            units += self._dwell(t_ms, self.config.escalated_dwell_ms) or self._overdue(t_ms)
         return units
 
     def _boundaries(self, t_ms: int) -> list[ReleaseUnit]:
@@ -243,6 +248,15 @@ class ReleaseTracker:
         if self._wait_since is None or len(self._stable) <= len(self._released):
             return []
         if t_ms - self._wait_since < dwell_ms:
+            return []
+        return [self._release(len(self._stable), ReleaseReason.DWELL, t_ms)]
+
+    def _overdue(self, t_ms: int) -> list[ReleaseUnit]:
+        """Settled text whose first word was heard ``escalated_overdue_ms`` ago goes out now."""
+        overdue_ms, start = self.config.escalated_overdue_ms, len(self._released)
+        if overdue_ms is None or len(self._stable) <= start or start >= len(self._heard_at):
+            return []
+        if t_ms - self._heard_at[start] < overdue_ms:
             return []
         return [self._release(len(self._stable), ReleaseReason.DWELL, t_ms)]
 
