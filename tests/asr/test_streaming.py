@@ -68,13 +68,35 @@ def test_silence_costs_no_event_and_keeps_no_buffer() -> None:
 
 
 @pytest.mark.asr
-def test_a_long_utterance_is_committed_before_it_ends_and_no_word_is_said_twice() -> None:
+def test_words_are_committed_inside_the_sentence_and_none_is_said_twice() -> None:
+    """Issue 29: what two decodes agree on is final at once, word by word, inside continuous
+    speech (no pause long enough to end the utterance), and the buffer is cut behind it."""
     jfk = load_audio(AUDIO / "jfk.flac")
-    events = list(
-        stream_events(jfk, options=StreamOptions(max_utterance_s=4.0, end_silence_ms=5000))
-    )
-    committed = [e for e in events if e.kind is EventKind.FINAL]
-    assert len(committed) >= 2
-    assert committed[0].t_ms < events[-1].t_ms
-    # cut twice inside the sentence, and still every word once, in order
-    assert strip_punctuation(" ".join(e.text for e in committed)) == JFK
+    recognizer = StreamingRecognizer(options=StreamOptions(end_silence_ms=5000))
+    decoded: list[tuple[int, Decoded]] = []
+    longest = 0
+    for frame in frames(jfk):
+        decoded += [(recognizer.received, d) for d in recognizer.push(frame)]
+        longest = max(longest, recognizer.received - recognizer._utt_start)
+    decoded += [(recognizer.received, d) for d in recognizer.finish()]
+    commits = [(at, d) for at, d in decoded if d.kind is EventKind.FINAL]
+    assert len(commits) >= 4, "words are committed before the speech ends"
+    assert all(not d.endpoint for _, d in commits[:-1])
+    assert commits[0][0] <= 3 * SAMPLE_RATE
+    assert longest < 8 * SAMPLE_RATE, "the buffer is cut behind committed words"
+    # every word once, in order
+    assert strip_punctuation(" ".join(d.text for _, d in commits)) == JFK
+
+
+@pytest.mark.asr
+def test_a_sentence_of_commits_is_one_final_event() -> None:
+    """``stream_events`` gathers the commits of a sentence into one final: evidence is kept
+    per sentence or turn, not per two words."""
+    jfk = load_audio(AUDIO / "jfk.flac")
+    events = list(stream_events(jfk, options=StreamOptions(end_silence_ms=5000)))
+    finals = [e for e in events if e.kind is EventKind.FINAL]
+    assert 1 <= len(finals) <= 3
+    assert strip_punctuation(" ".join(e.text for e in finals)) == JFK
+    partials = [e.text for e in events if e.kind is EventKind.PARTIAL]
+    # committed words lead the partials that follow them
+    assert any(p.startswith("And so my fellow") for p in partials)

@@ -1,14 +1,19 @@
-"""Streaming recognition: a re-decode loop over a growing audio buffer.
+"""Streaming recognition: a re-decode loop over a short audio buffer, committing words.
 
-Every ``chunk_ms`` of audio the current utterance's buffer is decoded again and
-its text goes out as a ``partial``. Silero VAD on the buffer decides when the
-utterance ended (``end_silence_ms`` of silence after speech): the utterance is
-decoded once more and goes out as the ``final``, and the buffer restarts after
-it. In continuous speech, Whisper's own segments (sentence-like, punctuated or
-not) are committed once two consecutive decodes agree on them: they go out as a
-``final`` and the buffer is trimmed at their end, so finals keep coming and
-compute per step stays bounded however long someone talks. An utterance longer
-than ``max_utterance_s`` without such agreement is cut at a segment end.
+Every ``chunk_ms`` of audio the current buffer is decoded again (``heard.asr.decoder``: in
+the shortest Whisper context that holds it, with word times). What two consecutive decodes
+agree on is committed word by word (``heard.asr.commits``) and goes out as a ``final``
+inside continuous speech; the rest goes out as the ``partial``. Once the buffer is longer
+than ``trim_s`` it is cut after the last committed word, and the committed text goes before
+it as Whisper's prompt, so a word is final about two steps after it is spoken and each step
+decodes a few seconds of audio however long someone talks. Silero VAD on the buffer decides
+when an utterance ended (``end_silence_ms`` of silence after speech): its last decode's new
+words are the endpoint ``final``. A buffer that reaches ``max_utterance_s`` with nothing
+agreed commits all but its last word.
+
+``Utterances`` turns decoded steps into heard's transcript events: words committed inside
+continuous speech gather into the utterance (shown as a partial) until a sentence ends, so a
+final is a sentence or a turn, as evidence wants it, not two words.
 
 Two clocks: ``simulated`` stamps events with the audio time at which they could
 exist; ``compute`` adds the real decoding time, as a live stream would see it
@@ -20,11 +25,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from itertools import pairwise
+from typing import TYPE_CHECKING, Literal
 
 from heard.asr.audio import SAMPLE_RATE
+from heard.asr.commits import OVERLAP_S, WordCommits
+from heard.asr.decoder import Request
+from heard.asr.service import Decoder, DirectDecoder
 from heard.asr.whisper import WhisperOptions, load_model
 from heard.registry import Registry
 from heard.speech import Word
@@ -39,11 +48,25 @@ __all__ = [
     "Decoded",
     "StreamOptions",
     "StreamingRecognizer",
+    "Utterances",
     "stream_events",
     "strip_punctuation",
 ]
 
 StreamClock = Literal["simulated", "compute"]
+
+TRIM_S = 3.0
+"""Cut the buffer after the last committed word once it is longer than this. Measured with
+``bench/capacity.py`` (BENCHMARKS.md, capacity)."""
+
+FORCE_TRIM_S = 8.0
+"""A buffer this long with no pause to cut in is cut after its last committed word."""
+
+_PAUSE_SLACK_S = 0.3
+
+SENTENCE_RUN_WORDS = 30
+"""``Utterances`` closes a run of committed words that no sentence end closed at this many
+words (about 10 s of speech): a recognizer that does not punctuate still gets finals."""
 
 STREAM_CLOCKS: Registry[Callable[[float], float]] = Registry(
     "stream clock", {"simulated": lambda decode_ms: 0.0, "compute": lambda decode_ms: decode_ms}
@@ -74,19 +97,24 @@ class StreamOptions:
     end_silence_ms: int = 800
     """Silence after speech that ends an utterance (VAD)."""
     max_utterance_s: float = 20.0
-    """Longer utterances are cut at a segment end (Whisper's window is 30 s)."""
-    beam_size: int = 1
-    """Greedy decoding for partials and finals: latency matters more than the last 1% WER."""
+    """A buffer this long with nothing agreed commits all but its last word."""
+    trim_s: float = TRIM_S
+    """A buffer longer than this is cut after its last committed word."""
     strip_punctuation: bool = False
     """Emulate recognizers that never punctuate (and do not case)."""
     word_timestamps: bool = False
-    """Decode each word's time too (a little slower): for clients that want words."""
+    """Give each decoded event its words' times (they are always decoded: commits need them),
+    for clients that want words."""
     clock: StreamClock = "simulated"
 
     def __post_init__(self) -> None:
         if self.chunk_ms <= 0:
             raise ValueError(f"chunk_ms must be > 0, got {self.chunk_ms}")
 
+
+_PROMPT_CHARS = 200
+"""Committed text before the buffer that goes in Whisper's prompt: whisper_streaming's 200."""
+_PROMPT_WORDS = 60
 
 _PUNCTUATION = re.compile(r"[^\w\s'\-]")
 
@@ -111,6 +139,8 @@ class StreamingRecognizer:
     the current utterance once, over *all* audio that has arrived: when decoding is slower
     than the audio, steps grow instead of falling further behind. ``finish()`` ends the
     stream. ``chunk_ms`` may be raised on the fly (the server does, when it degrades).
+    ``decoder`` decodes the buffers (default: this stream's own; the server shares one
+    ``DecodeService`` among its streams).
     """
 
     def __init__(
@@ -119,6 +149,7 @@ class StreamingRecognizer:
         options: StreamOptions | None = None,
         whisper: WhisperOptions | None = None,
         speaker: str = DEFAULT_SPEAKER,
+        decoder: Decoder | None = None,
     ) -> None:
         import numpy as np
 
@@ -129,12 +160,15 @@ class StreamingRecognizer:
         self._model = load_model(whisper)
         self.language = self._model.language(whisper.language)
         """The language decoded in: given, English for an English-only model, else detected
-        on each decode until the first final, and kept from then on."""
+        on each decode until the first commit, and kept from then on."""
+        self._decoder = decoder
         self._audio = np.zeros(0, dtype=np.float32)
         self._offset = 0  # absolute index of self._audio[0]
         self._utt_start = 0
         self._decoded_to = 0
-        self._previous: list[str] = []  # segment texts of the previous decode of this buffer
+        self._commits = WordCommits()
+        self._said: list[Word] = []  # the last committed words, for the prompt
+        self._detected: str | None = None
 
     @property
     def received(self) -> int:
@@ -157,43 +191,40 @@ class StreamingRecognizer:
             return []
         return self.step(self.received)
 
-    def _text(self, segments: list[Any]) -> str:
-        text = " ".join(s.text.strip() for s in segments).strip()
-        return strip_punctuation(text) if self.options.strip_punctuation else text
+    def _word(self, w: Word) -> Word:
+        return Word(w.start, w.end, strip_punctuation(w.text), w.probability) if (
+            self.options.strip_punctuation
+        ) else w  # fmt: skip
 
-    def _decoded(
-        self, kind: EventKind, segments: list[Any], base: int, *, endpoint: bool = False
-    ) -> Decoded:
-        """``segments`` of a buffer starting at sample ``base``, as one event."""
-        at = base / SAMPLE_RATE
-        words = tuple(
-            Word(
-                round(at + w.start, 3),
-                round(at + w.end, 3),
-                strip_punctuation(w.word.strip()) if self.options.strip_punctuation
-                else w.word.strip(),
-                round(w.probability, 4),
-            )
+    def _decoded(self, kind: EventKind, words: list[Word], *, endpoint: bool = False) -> Decoded:
+        words = [self._word(w) for w in words if strip_punctuation(w.text) or
+                 not self.options.strip_punctuation]  # fmt: skip
+        text = " ".join(w.text for w in words)
+        at = self._commits.committed_end_s  # an endpoint with nothing new: where speech ended
+        start, end = (words[0].start, words[-1].end) if words else (at, at)
+        timed = tuple(words) if self.options.word_timestamps else ()
+        return Decoded(kind, text, start, end, timed, endpoint)
+
+    def _prompt(self) -> str:
+        """The committed text before the buffer, for context and casing (whisper_streaming's
+        200 characters)."""
+        before = self._utt_start / SAMPLE_RATE + OVERLAP_S
+        return " ".join(w.text for w in self._said if w.end <= before)[-_PROMPT_CHARS:]
+
+    def _decode(self, audio: npt.NDArray[np.float32]) -> list[Word]:
+        """The buffer's words, at their times in the stream."""
+        language = self.language
+        if language is None:  # detected on each decode until the first commit
+            language = self._detected = str(self._model.whisper.detect_language(audio)[0])
+        request = Request(audio, self._prompt(), word_timestamps=True)
+        decoder = self._decoder or DirectDecoder(self._model)
+        segments = decoder.decode(language, [request])[0]
+        at = self._utt_start / SAMPLE_RATE
+        return [
+            Word(round(at + w.start, 3), round(at + w.end, 3), w.text, w.probability)
             for s in segments
-            for w in (s.words or ())
-        )  # fmt: skip
-        start, end = (at + segments[0].start, at + segments[-1].end) if segments else (at, at)
-        return Decoded(kind, self._text(segments), round(start, 3), round(end, 3), words, endpoint)
-
-    def _decode(self, audio: npt.NDArray[np.float32], *, final: bool = False) -> list[Any]:
-        segments, info = self._model.whisper.transcribe(
-            audio,
-            language=self.language,
-            beam_size=self.options.beam_size,
-            condition_on_previous_text=False,
-            without_timestamps=False,
-            word_timestamps=self.options.word_timestamps,
-            vad_filter=False,
-        )
-        kept = [s for s in segments if s.text.strip()]
-        if final and kept and self.language is None:
-            self.language = info.language
-        return kept
+            for w in s.words
+        ]
 
     def step(self, audio_end: int) -> list[Decoded]:
         """Decode the current utterance up to ``audio_end`` (absolute samples)."""
@@ -205,48 +236,31 @@ class StreamingRecognizer:
         if not speech:
             # keep only a short tail
             self._utt_start = max(self._utt_start, audio_end - SAMPLE_RATE // 2)
-            self._previous = []
         else:
             speech_end = speech[-1]["end"]
             silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
             if silence_ms >= o.end_silence_ms:
-                segments = self._decode(buffer[:speech_end], final=True)
-                final = self._decoded(EventKind.FINAL, segments, self._utt_start, endpoint=True)
-                if final.text:
-                    events.append(final)
+                done = self._commits.endpoint(self._decode(buffer[:speech_end]))
+                if done or self._commits.open:
+                    events.append(self._decoded(EventKind.FINAL, done, endpoint=True))
+                self._commits.close()
                 self._utt_start += speech_end
-                self._previous = []
-            elif len(buffer) / SAMPLE_RATE >= o.max_utterance_s:
-                segments = self._decode(buffer, final=True)
-                if len(segments) > 1:
-                    done, cut = segments[:-1], int(segments[-2].end * SAMPLE_RATE)
-                else:
-                    done, cut = segments, len(buffer)
-                final = self._decoded(EventKind.FINAL, done, self._utt_start)
-                if final.text:
-                    events.append(final)
-                self._utt_start += max(cut, 1)
-                self._previous = []
+                self._remember(done)
             else:
-                segments = self._decode(buffer)
-                keys = [strip_punctuation(seg.text) for seg in segments]
-                agreed = 0
-                while (
-                    agreed < len(segments) - 1
-                    and agreed < len(self._previous)
-                    and keys[agreed] == self._previous[agreed]
-                ):
-                    agreed += 1
-                base = self._utt_start
-                if agreed:
-                    # Whisper's first segments came out the same twice: commit them.
-                    events.append(self._decoded(EventKind.FINAL, segments[:agreed], base))
-                    self._utt_start += int(segments[agreed - 1].end * SAMPLE_RATE)
-                    segments, keys = segments[agreed:], keys[agreed:]
-                self._previous = keys
-                partial = self._decoded(EventKind.PARTIAL, segments, base)
-                if partial.text:
-                    events.append(partial)
+                words = self._decode(buffer)
+                done, pending = self._commits.agree(words)
+                if len(buffer) / SAMPLE_RATE >= o.max_utterance_s and len(pending) > 1:
+                    # nothing agreed for a whole window: all but the last word is final
+                    done += self._commits.endpoint(pending[:-1])
+                    pending = pending[-1:]
+                if done:
+                    events.append(self._decoded(EventKind.FINAL, done))
+                    self._remember(done)
+                if pending:
+                    events.append(self._decoded(EventKind.PARTIAL, pending))
+                if len(buffer) / SAMPLE_RATE >= o.trim_s:
+                    self._trim(speech, audio_end, force=len(buffer) / SAMPLE_RATE >= FORCE_TRIM_S)
+        events = [e for e in events if e.text or e.endpoint]
         # audio before the utterance is never looked at again
         drop = self._utt_start - self._offset
         if drop > 0:
@@ -254,17 +268,86 @@ class StreamingRecognizer:
             self._offset += drop
         return events
 
+    def _trim(self, speech: list[dict[str, int]], audio_end: int, *, force: bool) -> None:
+        """Cut the buffer in the last pause (VAD) that only committed words come before; with
+        none, once the buffer reaches ``FORCE_TRIM_S``, after the last committed word. Word
+        times from the alignment are off by a few hundred milliseconds on tiny.en, so a cut
+        between two words of continuous speech risks half a word."""
+        cut = self._commits.cut_s
+        if cut is None:
+            return
+        base = self._utt_start
+        committed = round(self._commits.committed_end_s * SAMPLE_RATE)
+        slack = round(_PAUSE_SLACK_S * SAMPLE_RATE)
+        at = None
+        for left, right in pairwise(speech):
+            middle = base + (left["end"] + right["start"]) // 2
+            if committed - slack <= middle <= round(cut * SAMPLE_RATE) + slack:
+                at = middle
+        if at is None and force:
+            at = round(cut * SAMPLE_RATE)
+        if at is not None:
+            self._utt_start = max(self._utt_start, min(at, audio_end))
+
+    def _remember(self, done: list[Word]) -> None:
+        """Committed words: the prompt's text; the first fixes a detected language."""
+        if done:
+            self._said = (self._said + done)[-_PROMPT_WORDS:]
+            if self.language is None:
+                self.language = self._detected
+
     def finish(self) -> list[Decoded]:
         """The stream ended: the rest of the utterance, if it holds speech, is the final."""
         rest = self._audio[self._utt_start - self._offset :]
-        base = self._utt_start
-        self._utt_start = self._decoded_to = self.received
+        self._decoded_to = self.received
+        events: list[Decoded] = []
+        done: list[Word] = []
         if len(rest) and _speech(rest):
-            segments = self._decode(rest, final=True)
-            final = self._decoded(EventKind.FINAL, segments, base, endpoint=True)
-            if final.text:
-                return [final]
-        return []
+            done = self._commits.endpoint(self._decode(rest))
+            self._remember(done)
+        if done or self._commits.open:
+            events.append(self._decoded(EventKind.FINAL, done, endpoint=True))
+        self._commits.close()
+        self._utt_start = self.received
+        return events
+
+
+_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
+
+
+class Utterances:
+    """One speaker's decoded steps as transcript events (see the module doc): a commit joins
+    the utterance's committed words, which lead every partial after it, until a sentence
+    ends (or ``SENTENCE_RUN_WORDS`` gather); then they go out as one final."""
+
+    def __init__(self, speaker: str = DEFAULT_SPEAKER) -> None:
+        self.speaker = speaker
+        self._run: list[str] = []  # committed words not yet sent as a final
+
+    def events(self, found: Sequence[Decoded], t_ms: int) -> list[TranscriptEvent]:
+        out: list[TranscriptEvent] = []
+        shown = True
+        for d in found:
+            words = d.text.split()
+            if d.kind is EventKind.PARTIAL:
+                out.append(self._event(EventKind.PARTIAL, self._run + words, t_ms))
+                shown = True
+                continue
+            self._run += words
+            if d.endpoint or (self._run and (
+                _SENTENCE_END.search(self._run[-1]) or len(self._run) >= SENTENCE_RUN_WORDS
+            )):  # fmt: skip
+                if self._run:
+                    out.append(self._event(EventKind.FINAL, self._run, t_ms))
+                self._run, shown = [], True
+            else:
+                shown = False
+        if not shown and self._run:
+            out.append(self._event(EventKind.PARTIAL, self._run, t_ms))
+        return out
+
+    def _event(self, kind: EventKind, words: list[str], t_ms: int) -> TranscriptEvent:
+        return TranscriptEvent(t_ms, kind, " ".join(words), self.speaker)
 
 
 def stream_events(
@@ -278,6 +361,7 @@ def stream_events(
     o = options or StreamOptions()
     advance = STREAM_CLOCKS[o.clock]
     recognizer = StreamingRecognizer(options=o, whisper=whisper, speaker=speaker)
+    utterances = Utterances(speaker)
     recognizer.append(samples)
     chunk = SAMPLE_RATE * o.chunk_ms // 1000
     total = len(samples)
@@ -294,12 +378,10 @@ def stream_events(
         audio_end = min(total, max(audio_end + chunk, round(now_ms * SAMPLE_RATE / 1000)))
         now_ms = max(now_ms, audio_end * 1000 / SAMPLE_RATE)
         started = time.perf_counter()
-        events = recognizer.step(audio_end)
+        found = recognizer.step(audio_end)
         now_ms += advance((time.perf_counter() - started) * 1000)
-        for d in events:
-            yield TranscriptEvent(stamp(now_ms), d.kind, d.text, speaker)
+        yield from utterances.events(found, stamp(now_ms))
     started = time.perf_counter()
-    events = recognizer.finish()
+    found = recognizer.finish()
     now_ms += advance((time.perf_counter() - started) * 1000)
-    for d in events:
-        yield TranscriptEvent(stamp(now_ms), d.kind, d.text, speaker)
+    yield from utterances.events(found, stamp(now_ms))

@@ -1,10 +1,12 @@
 """A live microphone: PCM16 in, transcript events out, decoding never falling behind for long.
 
 The streaming recognizer runs in a worker thread, one step at a time, on whatever audio has
-arrived; each decoded partial or final is handed on as a transcript event. When steps take
-longer than the audio they cover, the ``Pacer`` widens them (up to 4 s): fewer, longer
-decodes, told to the caller, instead of a lag that grows without end; once decoding keeps up
-again, it narrows them back.
+arrived; what it decodes is handed on as transcript events (``Utterances``: committed words
+gather into sentences). Alone, a microphone paces itself: when steps take longer than the
+audio they cover, the ``Pacer`` widens them (up to 4 s): fewer, longer decodes, told to the
+caller, instead of a lag that grows without end; once decoding keeps up again, it narrows
+them back. Given ``shared=True`` (``heard serve``), its buffers are decoded by the process's
+``DecodeService`` with every other stream's, which paces all of them together.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.streaming import Decoded, StreamingRecognizer, StreamOptions
-from heard.asr.whisper import WhisperOptions
+from heard.asr.service import DecodeService, shared_service
+from heard.asr.streaming import Decoded, StreamingRecognizer, StreamOptions, Utterances
+from heard.asr.whisper import WhisperOptions, load_model
 from heard.transcript.events import TranscriptEvent
 
 __all__ = ["Microphone", "Pacer"]
@@ -63,7 +66,7 @@ class Microphone:
     with its times and words); ``on_degraded(chunk_ms, rtf)`` says the steps widened (or
     narrowed back).
     ``whisper`` chooses the model and language (default: tiny.en), ``stream`` the
-    recognizer's options."""
+    recognizer's options; ``shared`` decodes on the process's ``DecodeService``."""
 
     def __init__(
         self,
@@ -74,6 +77,7 @@ class Microphone:
         *,
         stream: StreamOptions | None = None,
         on_decoded: Callable[[Decoded], Awaitable[None]] | None = None,
+        shared: bool = False,
     ) -> None:
         self.speaker = speaker
         self.whisper = whisper
@@ -89,6 +93,9 @@ class Microphone:
         self._closing = False
         self._flushed: list[asyncio.Future[None]] = []
         self._pacer = Pacer()
+        self._shared = shared
+        self._service: DecodeService | None = None
+        self._utterances = Utterances(speaker)
         self._task = asyncio.create_task(self._run())
 
     def add(self, pcm: bytes) -> None:
@@ -123,15 +130,14 @@ class Microphone:
                 samples = (np.frombuffer(pcm, dtype="<i2") / 32768).astype(np.float32)
                 self.received += len(samples)
                 if self._recognizer is None:
-                    self._recognizer = await asyncio.to_thread(
-                        StreamingRecognizer, speaker=self.speaker, whisper=self.whisper,
-                        options=self.stream,
-                    )  # fmt: skip
+                    self._recognizer = await asyncio.to_thread(self._start)
+                if self._service is not None:
+                    self._follow(self._service)
                 decoded_before = self._recognizer.decoded_to
                 started = time.perf_counter()
                 found = await asyncio.to_thread(self._recognizer.push, samples)
                 spent = time.perf_counter() - started
-                if self._recognizer.decoded_to != decoded_before:
+                if self._service is None and self._recognizer.decoded_to != decoded_before:
                     # a step ran: did it take longer than the audio that arrived since the last?
                     covered = (self._recognizer.decoded_to - decoded_before) / SAMPLE_RATE
                     self._pace(spent, covered)
@@ -147,6 +153,21 @@ class Microphone:
                 if self._closing:
                     return
 
+    def _start(self) -> StreamingRecognizer:
+        if self._shared:
+            self._service = shared_service(load_model(self.whisper or WhisperOptions()))
+        return StreamingRecognizer(
+            speaker=self.speaker, whisper=self.whisper, options=self.stream, decoder=self._service
+        )
+
+    def _follow(self, service: DecodeService) -> None:
+        """Decode at the service's step, and say so when it moved."""
+        assert self._recognizer is not None
+        step = service.step_ms
+        if step != self._recognizer.chunk_ms:
+            self._recognizer.chunk_ms = step
+            self.on_degraded(step, round(service.pace.last_load, 2))
+
     def _pace(self, spent_s: float, covered_s: float) -> None:
         assert self._recognizer is not None
         step = self._pacer.observe(spent_s, covered_s)
@@ -155,9 +176,10 @@ class Microphone:
             self.on_degraded(step, round(self._pacer.last_rtf, 2))
 
     async def _hand_on(self, found: list[Decoded]) -> None:
-        t_ms = self.received * 1000 // SAMPLE_RATE
-        for d in found:
-            if self.on_decoded is not None:
+        if self.on_decoded is not None:
+            for d in found:
                 await self.on_decoded(d)
-            elif self.on_event is not None:
-                await self.on_event(TranscriptEvent(t_ms, d.kind, d.text, self.speaker))
+        elif self.on_event is not None:
+            t_ms = self.received * 1000 // SAMPLE_RATE
+            for event in self._utterances.events(found, t_ms):
+                await self.on_event(event)

@@ -207,7 +207,7 @@ async def receive(
                     def degraded(chunk_ms: int, rtf: float) -> None:
                         outbox.put_nowait(Degraded(chunk_ms=chunk_ms, rtf=rtf))
 
-                    audio = Microphone(speaker, hear, degraded, whisper)
+                    audio = Microphone(speaker, hear, degraded, whisper, shared=True)
                 audio.add(data)
                 received += len(data) // 2
                 outbox.put_nowait(Heard(received_ms=received * 1000 // SAMPLE_RATE))

@@ -209,7 +209,7 @@ class _Stream:
 
     async def decoded(self, d: Decoded) -> None:
         final = d.kind is EventKind.FINAL
-        if self.revoked:
+        if self.revoked or (not d.text and not self.speaking):
             return
         if final and self.token_valid is not None and not await self.token_valid():
             self.revoked = True  # checked before each final, as /v1/live checks it
@@ -329,7 +329,7 @@ def mount_listen(app: FastAPI, settings: ServerSettings) -> None:
             user.name, None, lambda chunk_ms, rtf: None, chosen,
             stream=StreamOptions(end_silence_ms=options.endpointing_ms, word_timestamps=True,
                                  strip_punctuation=not options.punctuate),
-            on_decoded=stream.decoded,
+            on_decoded=stream.decoded, shared=True,
         )  # fmt: skip
         close: tuple[int, str] | None = None
         LISTENING.add(stream.request_id)
