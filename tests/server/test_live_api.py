@@ -218,6 +218,38 @@ def test_live_websocket_transcribes_pcm_audio(server) -> None:  # type: ignore[n
     assert keys(caption) == keys(" ".join(finals).split())
 
 
+@pytest.mark.asr
+def test_a_stream_that_stops_sending_frees_its_place_on_the_decoder(server) -> None:  # type: ignore[no-untyped-def]
+    """Issue 29: streams share one decode service; one that goes away mid-sentence leaves
+    nothing queued on it, and the next stream is decoded as if it had been alone."""
+    from heard.asr.audio import load_audio
+    from heard.asr.service import shared_service
+    from heard.asr.whisper import WhisperOptions
+
+    client, alice, bob = server
+    token = alice["Authorization"].split()[1]
+    pcm = (load_audio(AUDIO / "jfk.flac") * 32767).astype("<i2").tobytes()
+    gone = bob["Authorization"].split()[1]  # another user, so the audio rates stay apart
+    with client.websocket_connect(f"/v1/live?token={gone}&speaker=gone") as ws:
+        for i in range(0, 3 * 32_000, 3200):
+            ws.send_bytes(pcm[i : i + 3200])
+        assert ws.receive_json()["type"] in ("audio", "hypothesis")
+    # it hung up without an "end"; the next one streams all of JFK
+    with client.websocket_connect(f"/v1/live?token={token}&speaker=jfk") as ws:
+        for i in range(0, len(pcm), 3200):
+            ws.send_bytes(pcm[i : i + 3200])
+            time.sleep(0.01)
+        ws.send_text('{"type": "end"}')
+        finals = []
+        while (message := ws.receive_json())["type"] != "end":
+            if message["type"] == "final":
+                finals.append(message["text"])
+    assert "ask what you can do for your country" in " ".join(finals).lower()
+    service = shared_service(WhisperOptions())
+    assert service.decoded > 0, "the server's streams were decoded on the shared service"
+    assert service._queue == [], "nothing left waiting"
+
+
 def test_live_is_not_a_caption_mode_users_choose(server) -> None:  # type: ignore[no-untyped-def]
     client, alice, _ = server
     token = alice["Authorization"].split()[1]

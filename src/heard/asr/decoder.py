@@ -5,7 +5,7 @@ faster-whisper pads every input to Whisper's 30 s window, so a live stream that 
 3 s buffer every second pays the encoder for 30 s each time (0.25 s of tiny.en on 2 cores).
 The encoder takes shorter inputs: a buffer here is padded with silence to the next multiple
 of ``CONTEXT_STEP_S`` that leaves at least ``TAIL_S`` after its speech, and only that is
-encoded (a 3 s buffer: 10 s, about a third of the cost). Whisper was trained on 30 s windows;
+encoded (a 3 s buffer: 6 s, a fifth of the cost). Whisper was trained on 30 s windows;
 with less silence after the speech it may not see the end and loops or makes up a clause
 ("And so my fellow Americans. And so my fellow Americans."), so decoding is in timestamp
 mode and what it says past the buffer's end is cut off, a segment repeating the one before
@@ -14,7 +14,7 @@ is dropped, and generation stops at ``TOKENS_PER_S`` of audio.
 Buffers of the same context length are decoded together: one encoder call and one batched
 generate. Each gets exactly what it would decoded alone (``tests/asr/test_decoder.py``):
 the context depends on the buffer only, never on its neighbours. On a GPU the batch is where
-the time goes; on 2 CPU cores it saves about a quarter of the decoder's time.
+the time goes; on 2 CPU cores a round's time grows about linearly with its size.
 """
 
 from __future__ import annotations
@@ -35,14 +35,18 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTEXT_STEP_S", "TAIL_S", "BufferDecoder", "Request", "context_seconds"]
 
-CONTEXT_STEP_S = 5
-"""Encoder contexts come in steps of 5 s, so that streams' buffers share one often enough to
-be batched."""
+CONTEXT_STEP_S = 2
+"""Encoder contexts come in steps of 2 s: a buffer pays for at most 2 s it does not hold, and
+streams' buffers share a context often enough to be batched."""
 
-TAIL_S = 4.0
-"""Silence after the buffer, at least, within its context. Measured on JFK's first 1.5-11 s
-(BENCHMARKS.md, capacity): with 1 or 2 s after the speech, tiny.en looped on 3 of 8 prefixes;
-with 4 s on none, and its text was the 30 s window's on 7 of 8."""
+TAIL_S = 3.0
+"""Silence after the buffer, at least, within its context. Measured on 48 buffers (JFK and the
+capacity call, 1.5-11 s long at three offsets, ``bench/capacity.py``): decoded in 2 s steps
+with 3 s after them, 29 read word for word as in Whisper's 30 s window and the others differ
+by a word or two at the buffer's end or read better ("complaint against the wizard" where the
+30 s window heard "plane to get to the wizard"); one reads 3 words more, all in the audio.
+Without timestamps and these guards, 1-2 s of silence made tiny.en loop on 3 of 8 JFK
+prefixes."""
 
 TOKENS_PER_S = 12
 """Generation stops after this many tokens per second of buffer (and 16 more): fast speech is

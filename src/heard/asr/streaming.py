@@ -31,7 +31,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Literal
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.commits import OVERLAP_S, WordCommits
+from heard.asr.commits import WordCommits
 from heard.asr.decoder import Request
 from heard.asr.service import Decoder, DirectDecoder
 from heard.asr.whisper import WhisperOptions, load_model
@@ -61,8 +61,6 @@ TRIM_S = 3.0
 
 FORCE_TRIM_S = 8.0
 """A buffer this long with no pause to cut in is cut after its last committed word."""
-
-_PAUSE_SLACK_S = 0.3
 
 SENTENCE_RUN_WORDS = 30
 """``Utterances`` closes a run of committed words that no sentence end closed at this many
@@ -115,6 +113,7 @@ class StreamOptions:
 _PROMPT_CHARS = 200
 """Committed text before the buffer that goes in Whisper's prompt: whisper_streaming's 200."""
 _PROMPT_WORDS = 60
+_PROMPT_SLACK_S = 0.1
 
 _PUNCTUATION = re.compile(r"[^\w\s'\-]")
 
@@ -169,6 +168,7 @@ class StreamingRecognizer:
         self._commits = WordCommits()
         self._said: list[Word] = []  # the last committed words, for the prompt
         self._detected: str | None = None
+        self._heard_to = 0  # where the last decode of speech ended (absolute samples)
 
     @property
     def received(self) -> int:
@@ -208,7 +208,7 @@ class StreamingRecognizer:
     def _prompt(self) -> str:
         """The committed text before the buffer, for context and casing (whisper_streaming's
         200 characters)."""
-        before = self._utt_start / SAMPLE_RATE + OVERLAP_S
+        before = self._utt_start / SAMPLE_RATE + _PROMPT_SLACK_S
         return " ".join(w.text for w in self._said if w.end <= before)[-_PROMPT_CHARS:]
 
     def _decode(self, audio: npt.NDArray[np.float32]) -> list[Word]:
@@ -239,15 +239,21 @@ class StreamingRecognizer:
         else:
             speech_end = speech[-1]["end"]
             silence_ms = (len(buffer) - speech_end) * 1000 / SAMPLE_RATE
+            # the last decode already heard all the speech there is: nothing new to decode
+            heard_all = self._utt_start + speech_end <= self._heard_to
             if silence_ms >= o.end_silence_ms:
-                done = self._commits.endpoint(self._decode(buffer[:speech_end]))
+                last = self._commits.pending if heard_all else self._decode(buffer[:speech_end])
+                done = self._commits.endpoint(last)
                 if done or self._commits.open:
                     events.append(self._decoded(EventKind.FINAL, done, endpoint=True))
                 self._commits.close()
                 self._utt_start += speech_end
                 self._remember(done)
+            elif heard_all:
+                pass  # a pause: the speaker said nothing since, the next step may end it
             else:
                 words = self._decode(buffer)
+                self._heard_to = audio_end
                 done, pending = self._commits.agree(words)
                 if len(buffer) / SAMPLE_RATE >= o.max_utterance_s and len(pending) > 1:
                     # nothing agreed for a whole window: all but the last word is final
@@ -269,25 +275,14 @@ class StreamingRecognizer:
         return events
 
     def _trim(self, speech: list[dict[str, int]], audio_end: int, *, force: bool) -> None:
-        """Cut the buffer in the last pause (VAD) that only committed words come before; with
-        none, once the buffer reaches ``FORCE_TRIM_S``, after the last committed word. Word
-        times from the alignment are off by a few hundred milliseconds on tiny.en, so a cut
-        between two words of continuous speech risks half a word."""
-        cut = self._commits.cut_s
-        if cut is None:
-            return
-        base = self._utt_start
-        committed = round(self._commits.committed_end_s * SAMPLE_RATE)
-        slack = round(_PAUSE_SLACK_S * SAMPLE_RATE)
-        at = None
-        for left, right in pairwise(speech):
-            middle = base + (left["end"] + right["start"]) // 2
-            if committed - slack <= middle <= round(cut * SAMPLE_RATE) + slack:
-                at = middle
-        if at is None and force:
-            at = round(cut * SAMPLE_RATE)
-        if at is not None:
-            self._utt_start = max(self._utt_start, min(at, audio_end))
+        """Cut the buffer in the last pause (VAD) behind the committed words
+        (``WordCommits.cut_at``); with none, once it reaches ``FORCE_TRIM_S``, after them."""
+        at = self._utt_start / SAMPLE_RATE
+        pauses = [(at + left["end"] / SAMPLE_RATE, at + right["start"] / SAMPLE_RATE)
+                  for left, right in pairwise(speech)]  # fmt: skip
+        cut = self._commits.cut_at(pauses, force=force)
+        if cut is not None:
+            self._utt_start = max(self._utt_start, min(round(cut * SAMPLE_RATE), audio_end))
 
     def _remember(self, done: list[Word]) -> None:
         """Committed words: the prompt's text; the first fixes a detected language."""

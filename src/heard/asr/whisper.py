@@ -75,6 +75,9 @@ class WhisperOptions:
     min_avg_logprob: float = -1.0
     cpu_threads: int = 0
     """0 lets CTranslate2 choose."""
+    workers: int = 1
+    """Decodes the loaded model runs at once (CTranslate2's ``inter_threads``): the live
+    decode service runs one per core, each on one thread."""
     max_track_s: float = MAX_TRACK_S
     """A track whose audio runs longer (whatever its header said) stops with an AudioError
     naming the limit ($HEARD_MAX_TRACK_S)."""
@@ -122,9 +125,9 @@ class LoadedModel:
         return "en"
 
 
-_models: dict[tuple[str, str, str, int], LoadedModel] = {}
+_models: dict[tuple[str, str, str, int, int], LoadedModel] = {}
 """By (model files, device, compute type, threads): two names of one model share it."""
-_chosen: dict[tuple[str, str, str, int], LoadedModel] = {}
+_chosen: dict[tuple[str, str, str, int, int], LoadedModel] = {}
 """By the choice as given, so that a call after the first resolves nothing again (for a
 Hugging Face name that would ask the hub for its latest revision on every transcription)."""
 _models_lock = threading.Lock()
@@ -142,20 +145,21 @@ def load_model(options: WhisperOptions) -> LoadedModel:
             "faster-whisper is missing (it comes with heard: reinstall heard)"
         ) from e
     check_language(options.language)
-    chosen = (options.model_name, options.device, options.compute_type, options.cpu_threads)
+    chosen = (options.model_name, options.device, options.compute_type, options.cpu_threads,
+              options.workers)  # fmt: skip
     if (loaded := _chosen.get(chosen)) is not None:
         return loaded
     device = resolve_device(options.device)
     compute_type = resolve_compute_type(options.compute_type, device)
     name = options.model_name
     files = model_files(name)
-    key = (files, device, compute_type, options.cpu_threads)
+    key = (files, device, compute_type, options.cpu_threads, options.workers)
     with _models_lock:
         if key not in _models:
             try:
                 whisper = WhisperModel(
                     files, device=device, compute_type=compute_type,
-                    cpu_threads=options.cpu_threads,
+                    cpu_threads=options.cpu_threads, num_workers=options.workers,
                 )  # fmt: skip
             except (RuntimeError, ValueError, OSError) as e:
                 reason = (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.service import DecodeService, shared_service
 from heard.asr.streaming import Decoded, StreamingRecognizer, StreamOptions, Utterances
-from heard.asr.whisper import WhisperOptions, load_model
+from heard.asr.whisper import WhisperOptions
 from heard.transcript.events import TranscriptEvent
 
 __all__ = ["Microphone", "Pacer"]
@@ -28,6 +30,18 @@ NARROW_BELOW_RTF = 0.45
 """A step this much faster than its audio, ``2 x patience`` times in a row, halves the step
 again. Under 0.5, so that the halved step (about the same decode on half the audio) still
 keeps up: the pacer does not flip back and forth."""
+
+
+_STEPS = ThreadPoolExecutor(max_workers=256, thread_name_prefix="heard-microphone")
+"""Where microphones' steps run. Not the event loop's default pool (cores + 4 threads): a step
+waiting on the shared decode service holds its thread, and every stream must be able to wait
+at once, or the streams past the pool's size would wait for a thread instead of a round."""
+
+T = TypeVar("T")
+
+
+async def _in_step_thread(call: Callable[..., T], *args: object) -> T:
+    return await asyncio.get_running_loop().run_in_executor(_STEPS, call, *args)
 
 
 class Pacer:
@@ -130,12 +144,12 @@ class Microphone:
                 samples = (np.frombuffer(pcm, dtype="<i2") / 32768).astype(np.float32)
                 self.received += len(samples)
                 if self._recognizer is None:
-                    self._recognizer = await asyncio.to_thread(self._start)
+                    self._recognizer = await _in_step_thread(self._start)
                 if self._service is not None:
                     self._follow(self._service)
                 decoded_before = self._recognizer.decoded_to
                 started = time.perf_counter()
-                found = await asyncio.to_thread(self._recognizer.push, samples)
+                found = await _in_step_thread(self._recognizer.push, samples)
                 spent = time.perf_counter() - started
                 if self._service is None and self._recognizer.decoded_to != decoded_before:
                     # a step ran: did it take longer than the audio that arrived since the last?
@@ -144,7 +158,7 @@ class Microphone:
                 await self._hand_on(found)
             if self._ending and not self.pending:
                 if self._recognizer is not None:
-                    await self._hand_on(await asyncio.to_thread(self._recognizer.finish))
+                    await self._hand_on(await _in_step_thread(self._recognizer.finish))
                 self._ending = False
                 for done in self._flushed:
                     if not done.done():
@@ -155,7 +169,7 @@ class Microphone:
 
     def _start(self) -> StreamingRecognizer:
         if self._shared:
-            self._service = shared_service(load_model(self.whisper or WhisperOptions()))
+            self._service = shared_service(self.whisper or WhisperOptions())
         return StreamingRecognizer(
             speaker=self.speaker, whisper=self.whisper, options=self.stream, decoder=self._service
         )

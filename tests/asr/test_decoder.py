@@ -1,0 +1,107 @@
+"""The live decoder and its service: short contexts, batches, rounds and the shared pace."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from heard.asr.audio import SAMPLE_RATE, load_audio
+from heard.asr.decoder import BufferDecoder, Request, context_seconds
+from heard.asr.service import BUSY_ABOVE, DecodeService, SharedPace
+from heard.asr.whisper import WhisperOptions, load_model
+from heard.speech import Segment
+from tests.conftest import AUDIO
+
+
+def test_a_buffer_gets_the_shortest_context_that_leaves_silence_after_it() -> None:
+    assert context_seconds(0.5) == 4
+    assert context_seconds(1.0) == 4
+    assert context_seconds(3.0) == 6
+    assert context_seconds(3.1) == 8
+    assert context_seconds(29.0) == 30
+
+
+def texts(found: list[list[Segment]]) -> list[str]:
+    return [" ".join(s.text for s in segments) for segments in found]
+
+
+@pytest.fixture(scope="module")
+def jfk() -> np.ndarray:
+    return load_audio(AUDIO / "jfk.flac")
+
+
+@pytest.mark.asr
+def test_a_batch_gives_each_buffer_what_it_gets_alone(jfk: np.ndarray) -> None:
+    """Issue 29: batching must not change what a stream hears. Buffers of one context length
+    (and prompt) share a batch; the others are decoded apart."""
+    decoder = BufferDecoder(load_model(WhisperOptions()), "en")
+    second = SAMPLE_RATE
+    requests = [
+        Request(jfk[: 3 * second], word_timestamps=True),
+        Request(jfk[4 * second : 7 * second], word_timestamps=True),  # the same context
+        Request(jfk[8 * second :], prompt="what your country can do for you", word_timestamps=True),
+        Request(jfk[: 9 * second]),  # a longer context, no word times
+        Request(np.zeros(0, dtype=np.float32)),
+    ]
+    alone = [decoder.decode([r])[0] for r in requests]
+    together = decoder.decode(requests)
+    assert together == alone
+    heard = texts(alone)
+    assert len(set(heard[:4])) == 4, "four different buffers, four different readings"
+    assert heard[0].lower().startswith("and so my fellow")
+    assert heard[4] == ""
+    assert all(w.end <= 3.0 for s in alone[0] for w in s.words)
+
+
+@pytest.mark.asr
+def test_the_service_hands_each_stream_its_own_reading(jfk: np.ndarray) -> None:
+    """Streams on many threads, one service: each gets exactly its own buffer's reading, and a
+    stream that stops sending holds nothing up (the rounds go on without it)."""
+    model = load_model(WhisperOptions())
+    service = DecodeService(model, workers=2)
+    direct = BufferDecoder(model, "en")
+    pieces = [jfk[i * SAMPLE_RATE : (i + 3) * SAMPLE_RATE] for i in range(0, 8, 2)]
+    expected = [direct.decode([Request(p)])[0] for p in pieces]
+    got: dict[int, list[list[Segment]]] = {}
+
+    def stream(i: int) -> None:
+        got[i] = [service.decode("en", [Request(pieces[i])])[0] for _ in range(2)]
+
+    threads = [threading.Thread(target=stream, args=(i,)) for i in range(len(pieces))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(got[i] == [expected[i], expected[i]] for i in range(len(pieces)))
+    # every stream has stopped: nothing waits, and one more stream is served at once
+    rounds = service.rounds
+    assert service.decode("en", [Request(pieces[0])]) == [expected[0]]
+    assert service.rounds == rounds + 1
+    service.close()
+
+
+def test_the_shared_pace_widens_every_stream_under_load_and_narrows_back() -> None:
+    pace = SharedPace(min_ms=1000, max_ms=4000, window_s=4.0, step_ms=1000, _window_start=0.0)
+    t = 0.0
+
+    def window(load: float) -> int | None:
+        nonlocal t
+        moved = None
+        for _ in range(4):  # four rounds of a second each
+            t += 1.0
+            moved = pace.observe(load, t) or moved
+        return moved
+
+    assert window(0.5) is None
+    assert window(BUSY_ABOVE + 0.05) == 2000, "one busy window widens the step"
+    assert window(BUSY_ABOVE + 0.05) == 4000
+    assert window(BUSY_ABOVE + 0.05) is None, "at most 4 s"
+    assert window(0.2) is None, "one idle window is not enough"
+    assert window(0.2) == 2000
+    assert window(0.6) is None, "between the marks: stay"
+    assert window(0.2) is None
+    assert window(0.2) == 1000
+    assert window(0.0) is None, "never below the first step"
+    assert pace.step_ms == 1000
