@@ -15,7 +15,7 @@ whenever 1 s of new audio has arrived, computation-aware), one process per strea
 README runs it, on the same audio at the same pace. Per N and system:
 
 * lag: how far behind the audio the transcript shown runs: from a word's end in the audio to
-  the first message that shows it, p50 and max;
+  the first message that shows it or a misreading of it in its place, p50 and max;
 * tail: the last commit after the audio ends;
 * commit: from a word's end in the audio to when it was shown for good (heard: the stable
   prefix of /v1/live's hypotheses that no later message changed, or the final; the peer: its
@@ -153,6 +153,8 @@ class StreamResult:
     text: str = ""
     steps: list[tuple[float, int]] = field(default_factory=list)
     """(when, step ms) each time the server said the step moved."""
+    late: list[tuple[float, str, float]] = field(default_factory=list)
+    """The words shown latest: (lag, word, its end in the audio)."""
 
 
 def _score(
@@ -167,11 +169,17 @@ def _score(
     first_shown: dict[int, float] = {}  # index of the call's word -> when first shown
     ref = [w for w, _ in call.word_ends]
     for at, words in shown:
+        # a word is reached once the transcript holds it, or a reading of it ("plane to get
+        # to" for "complaint against"): lag is how far behind the audio the transcript runs
         matcher = difflib.SequenceMatcher(a=words, b=ref, autojunk=False)
-        for block in matcher.get_matching_blocks():
-            for k in range(block.size):
-                first_shown.setdefault(block.b + k, at)
+        for op, a1, a2, b1, b2 in matcher.get_opcodes():
+            if op in ("equal", "replace"):
+                for b in range(b1, b1 + min(a2 - a1, b2 - b1)):
+                    first_shown.setdefault(b, at)
     result.lags = [at - call.word_ends[i][1] for i, at in first_shown.items()]
+    result.late = sorted(((round(at - call.word_ends[i][1], 2), call.word_ends[i][0],
+                           round(call.word_ends[i][1], 2)) for i, at in first_shown.items()),
+                         reverse=True)[:3]  # fmt: skip
     words = [w for _, w in committed]
     for (at, _), end in zip(committed, _matched_ends(words, call), strict=True):
         if end is not None:
@@ -275,6 +283,7 @@ def _summary(results: list[StreamResult], call: Call, cpu_s: float) -> dict[str,
     return {
         "streams": len(results),
         "lag_p50_s": round(nearest_rank(lags, 50), 2),
+        "lag_p95_s": round(nearest_rank(lags, 95), 2),
         "lag_max_s": round(max(lags, default=0.0), 2),
         "tail_max_s": round(max(r.tail_s for r in results), 2),
         "commit_p50_s": round(nearest_rank(commits, 50), 2),
@@ -283,12 +292,14 @@ def _summary(results: list[StreamResult], call: Call, cpu_s: float) -> dict[str,
         "cpu_per_audio_s": round(cpu_s / (len(results) * call.seconds), 3),
         "steps": results[0].steps,
         "wers": [round(w, 3) for w in wers],
+        "latest_shown": max(results, key=lambda r: max(r.lags, default=0)).late,
         "worst": max(results, key=lambda r: jiwer.wer(call.truth, r.text) if r.text else 1).text,
     }
 
 
 def _line(s: dict[str, Any]) -> str:
-    return (f"lag p50 {s['lag_p50_s']} max {s['lag_max_s']} s, tail {s['tail_max_s']} s, "
+    return (f"lag p50 {s['lag_p50_s']} p95 {s['lag_p95_s']} max {s['lag_max_s']} s, "
+            f"tail {s['tail_max_s']} s, "
             f"commit p50 {s['commit_p50_s']} p95 {s['commit_p95_s']} s, WER {s['wer_mean']}, "
             f"CPU {s['cpu_per_audio_s']} s/s")  # fmt: skip
 
@@ -346,9 +357,10 @@ def run_peer(call: Call, counts: list[int]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def sustained(rows: dict[int, dict[str, Any]]) -> int:
-    """The most streams with lag at most 2 s and tail at most 3 s (the issue's bar)."""
-    ok = [n for n, r in rows.items() if r["lag_max_s"] <= 2.0 and r["tail_max_s"] <= 3.0]
+def sustained(rows: dict[int, dict[str, Any]], lag: str = "lag_p95_s") -> int:
+    """The most streams with lag at most 2 s and tail at most 3 s (issue 29's bar), lag taken
+    at its p95 (or ``lag_max_s``: the single latest word of every stream)."""
+    ok = [n for n, r in rows.items() if r[lag] <= 2.0 and r["tail_max_s"] <= 3.0]
     return max(ok, default=0)
 
 
@@ -376,19 +388,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"call {result['call_s']} s on {result['cores']} cores; offline tiny.en WER "
         f"{result['offline_wer']['beam1']} (greedy), {result['offline_wer']['beam5']} (beam 5)"
     )
-    header = (f"{'system':8} {'N':>3} {'lag p50':>8} {'lag max':>8} {'tail':>6} "
+    header = (f"{'system':8} {'N':>3} {'lag p50':>8} {'p95':>6} {'max':>6} {'tail':>6} "
               f"{'commit p50':>11} {'p95':>6} {'WER':>6} {'CPU s/s':>8}")  # fmt: skip
     print(header)
     for system in ("heard", "localagreement2"):
         for n, r in result.get(system, {}).items():
-            print(f"{system[:8]:8} {n:>3} {r['lag_p50_s']:>8} {r['lag_max_s']:>8} "
-                  f"{r['tail_max_s']:>6} {r['commit_p50_s']:>11} {r['commit_p95_s']:>6} "
-                  f"{r['wer_mean']:>6} {r['cpu_per_audio_s']:>8}")  # fmt: skip
+            cells = [r[k] for k in ("lag_p50_s", "lag_p95_s", "lag_max_s", "tail_max_s")]
+            cells += [r[k] for k in ("commit_p50_s", "commit_p95_s", "wer_mean")]
+            widths = [8, 6, 6, 6, 11, 6, 6]
+            row = " ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+            print(f"{system[:8]:8} {n:>3} {row} {r['cpu_per_audio_s']:>8}")
     for system in ("heard", "localagreement2"):
         if system in result:
-            print(
-                f"{system} sustains {sustained(result[system])} streams (lag <= 2 s, tail <= 3 s)"
-            )
+            strict = sustained(result[system], "lag_max_s")
+            print(f"{system} sustains {sustained(result[system])} streams (lag p95 <= 2 s, "
+                  f"tail <= 3 s); {strict} with every word's lag <= 2 s")  # fmt: skip
     return result
 
 
