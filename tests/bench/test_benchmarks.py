@@ -265,3 +265,64 @@ def test_serve_benchmark_streams_the_same_audio_over_both_live_protocols() -> No
         assert side["first_interim_s"] is not None
         assert side["final_after_speech_s"] is not None
         assert "fellow" in side["finals"].lower()
+
+
+def test_capacity_benchmark_scores_lag_commits_and_the_bar() -> None:
+    """bench/capacity.py's accounting on a hand-made stream: a word's lag runs from its end to
+    the first message showing it (or a misreading of it in its place), its commit from its end
+    to when it was committed; a stream sustains N by lag p95 and tail."""
+    import numpy as np
+
+    bench = load("capacity")
+    call = bench.Call(np.zeros(16_000 * 3, dtype=np.float32), "we ship friday",
+                      [("we", 0.5), ("ship", 1.0), ("friday", 2.0)])  # fmt: skip
+    shown = [(1.2, ["we", "chip"]), (2.4, ["we", "ship", "friday"])]
+    committed = [(2.0, "we"), (2.4, "ship"), (3.5, "friday")]
+    scored = bench._score(shown, committed, call, audio_end_s=3.0)
+    assert sorted(scored.lags) == pytest.approx([0.2, 0.4, 0.7])  # "chip" stands for "ship"
+    assert scored.commits == pytest.approx([1.5, 1.4, 1.5])
+    assert scored.tail_s == pytest.approx(0.5)
+    rows = {1: {"lag_p95_s": 1.0, "lag_max_s": 1.5, "tail_max_s": 0.5},
+            8: {"lag_p95_s": 1.9, "lag_max_s": 2.1, "tail_max_s": 1.0},
+            16: {"lag_p95_s": 2.5, "lag_max_s": 3.0, "tail_max_s": 2.0}}  # fmt: skip
+    assert bench.sustained(rows) == 8
+    assert bench.sustained(rows, "lag_max_s") == 1
+
+
+def test_the_whisper_streaming_peer_commits_what_two_transcriptions_agree_on() -> None:
+    import numpy as np
+
+    from peers import OnlineLocalAgreement
+
+    class Word:
+        def __init__(self, start: float, end: float, word: str) -> None:
+            self.start, self.end, self.word = start, end, word
+
+    class Segment:
+        def __init__(self, end: float, words: list[Word]) -> None:
+            self.end, self.words, self.no_speech_prob = end, words, 0.0
+
+    readings = [
+        [Word(0.0, 0.4, " we"), Word(0.4, 0.8, " sh")],
+        [Word(0.0, 0.4, " we"), Word(0.4, 0.9, " ship"), Word(1.0, 1.5, " on")],
+        [Word(0.0, 0.4, " we"), Word(0.4, 0.9, " ship"), Word(1.0, 1.5, " on")],
+    ]
+
+    class Model:
+        def __init__(self) -> None:
+            self.prompts: list[str] = []
+
+        def transcribe(self, audio: object, **options: object) -> tuple[list[Segment], None]:
+            self.prompts.append(str(options["initial_prompt"]))
+            words = readings[len(self.prompts) - 1]
+            return [Segment(words[-1].end, words)], None
+
+    online = OnlineLocalAgreement(Model())
+    second = np.zeros(16_000, dtype=np.float32)
+    assert online.step(second) == ([], ["we", "sh"])
+    done, pending = online.step(second)
+    assert [t for _, _, t in done] == ["we"]
+    assert pending == ["ship", "on"]
+    done, pending = online.step(second)
+    assert [t for _, _, t in done] == ["ship", "on"], "each word once: 'we' is not new"
+    assert [t for _, _, t in online.finish()] == []
