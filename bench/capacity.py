@@ -25,8 +25,8 @@ README runs it, on the same audio at the same pace. Per N and system:
 * CPU seconds per audio second, over every stream (heard: the server process; the peer: its
   processes).
 
-WhisperLiveKit (PyPI) needs torch and torchaudio; it is run only with ``--whisperlivekit``
-pointing at a Python that has it (not here by default).
+WhisperLiveKit (PyPI) needs torch and torchaudio, which heard's environment does not install;
+it is not run here (see BENCHMARKS.md).
 
 Usage: python bench/capacity.py [--streams 1,2,4,8,16] [--no-peer] [--json]
 """

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from heard.asr.audio import SAMPLE_RATE, load_audio
-from heard.asr.decoder import BufferDecoder, Request, context_seconds
+from heard.asr.decoder import BufferDecoder, Request, _unlooped, context_seconds
 from heard.asr.service import BUSY_ABOVE, DecodeService, SharedPace
 from heard.asr.whisper import WhisperOptions, load_model
 from heard.speech import Segment
@@ -105,3 +105,44 @@ def test_the_shared_pace_widens_every_stream_under_load_and_narrows_back() -> No
     assert window(0.2) == 1000
     assert window(0.0) is None, "never below the first step"
     assert pace.step_ms == 1000
+
+
+def test_only_a_repeat_that_runs_to_the_end_is_a_loop() -> None:
+    loop = [7, 1, 2, 3, 1, 2, 3, 1, 2]  # "Americans. I'm not my fellow Americans. I'm not..."
+    assert _unlooped(loop) == [7, 1, 2, 3]
+    speech = [1, 2, 3, 1, 2, 3, 4, 5, 6]  # "I'm sorry, I'm sorry, I did not see you"
+    assert _unlooped(speech) == speech
+    assert _unlooped([1, 1, 1, 1]) == [1, 1, 1, 1], "a word said again is not a run"
+
+
+def test_one_bad_buffer_fails_only_its_own_stream() -> None:
+    """A round that raises is decoded again one buffer at a time: the others get their
+    readings, the bad one its error, and the worker lives on."""
+
+    class Direct:
+        def decode(self, language: str, requests: list[Request]) -> list[list[Segment]]:
+            if any(len(r.audio) == 7 for r in requests):
+                raise ValueError("a bad buffer")
+            return [[Segment(0.0, 1.0, f"{len(r.audio)} samples")] for r in requests]
+
+    service = DecodeService(load_model(WhisperOptions()), workers=1)
+    service.direct = Direct()  # type: ignore[assignment]
+    jobs = [np.zeros(n, dtype=np.float32) for n in (5, 7, 9)]
+    got: dict[int, object] = {}
+
+    def stream(n: int, audio: np.ndarray) -> None:
+        try:
+            got[n] = service.decode("en", [Request(audio)])[0][0].text
+        except ValueError as e:
+            got[n] = e
+
+    threads = [threading.Thread(target=stream, args=(len(a), a)) for a in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert got[5] == "5 samples"
+    assert got[9] == "9 samples"
+    assert isinstance(got[7], ValueError)
+    assert service.decode("en", [Request(jobs[0])])[0][0].text == "5 samples", "still serving"
+    service.close()

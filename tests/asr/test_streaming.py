@@ -100,3 +100,24 @@ def test_a_sentence_of_commits_is_one_final_event() -> None:
     partials = [e.text for e in events if e.kind is EventKind.PARTIAL]
     # committed words lead the partials that follow them
     assert any(p.startswith("And so my fellow") for p in partials)
+
+
+@pytest.mark.asr
+@pytest.mark.parametrize("step_ms", [1000, 2000, 3000, 4000])
+@pytest.mark.parametrize("lead_s", [0.0, 0.5])
+def test_no_word_is_doubled_at_any_step_the_pace_sets(step_ms: int, lead_s: float) -> None:
+    """The shared pace widens steps to 2 and 4 s: the cuts then fall elsewhere in the speech.
+    No word comes twice, and at most one is lost (tiny.en misses a word at a forced cut)."""
+    import jiwer
+
+    jfk = load_audio(AUDIO / "jfk.flac")
+    samples = np.concatenate([np.zeros(int(lead_s * SAMPLE_RATE), dtype=np.float32), jfk])
+    recognizer = StreamingRecognizer(options=StreamOptions(chunk_ms=step_ms))
+    said: list[Decoded] = []
+    for frame in frames(samples):
+        said += recognizer.push(frame)
+    said += recognizer.finish()
+    found = jiwer.process_words(JFK, strip_punctuation(finals(said)))
+    assert found.insertions == 0
+    assert found.deletions <= 1
+    assert found.wer <= 0.1

@@ -119,21 +119,31 @@ class WordCommits:
         """The last decode's words after the committed ones."""
         return list(self._pending)
 
-    def cut_at(self, pauses: Sequence[tuple[float, float]], *, force: bool = False) -> float | None:
-        """Where to cut the audio (seconds of the stream): the middle of the last of ``pauses``
-        (silences, as VAD found them) that only committed words come before and no pending
-        word ends inside; with none, the committed words' end if ``force``; None if nothing is
+    def cut_at(
+        self, pauses: Sequence[tuple[float, float]], *, force: bool = False
+    ) -> tuple[float, bool] | None:
+        """Where to cut the audio (seconds of the stream), and whether it is a forced cut: the
+        middle of the last of ``pauses`` (silences, as VAD found them) between the last
+        committed word and the next (an earlier pause would leave committed words in the
+        buffer, to be read again, and tiny.en's times for them move); with none and ``force``,
+        the last pause behind them, else the committed words' end; None if nothing is
         committed."""
         if self.cut_s is None:
             return None
-        latest = None
+        latest = behind = None
         for start, end in pauses:
             middle = (start + end) / 2
-            if self.committed_end_s - PAUSE_SLACK_S <= middle <= self.cut_s + PAUSE_SLACK_S:
-                latest = middle
-        if latest is None and force:
-            latest = self.cut_s
-        return latest
+            if middle <= self.cut_s + PAUSE_SLACK_S:
+                behind = middle
+                if middle >= self.committed_end_s - PAUSE_SLACK_S:
+                    latest = middle
+        if latest is not None:
+            return latest, False
+        if not force:
+            return None
+        # the buffer is long: an earlier pause (its committed words are read again, and
+        # skipped) before a cut inside speech, which may take half a word with it
+        return (behind, False) if behind is not None else (self.cut_s, True)
 
     def close(self) -> None:
         """The utterance ended (its endpoint was said)."""

@@ -49,7 +49,7 @@ Without timestamps and these guards, 1-2 s of silence made tiny.en loop on 3 of 
 prefixes."""
 
 TOKENS_PER_S = 12
-"""Generation stops after this many tokens per second of buffer (and 16 more): fast speech is
+"""Generation stops after this many tokens per second of context (and 16 more): fast speech is
 about 4 words, 6 tokens, a second; a loop is cut off well before Whisper's 224."""
 
 _MAX_CONTEXT_S = 30
@@ -132,13 +132,13 @@ class BufferDecoder:
         extract = self._whisper.feature_extractor
         features = np.stack([extract(row)[:, :frames] for row in window])
         encoded = self._whisper.encode(np.ascontiguousarray(features))
-        longest = max(r.duration_s for r in requests)
         results = self._whisper.model.generate(
             encoded,
             prompts,
             beam_size=1,
-            # the prompt counts, in CTranslate2's length; Whisper's text context is 448
-            max_length=min(448, max(map(len, prompts)) + 16 + math.ceil(TOKENS_PER_S * longest)),
+            # the prompt counts, in CTranslate2's length; Whisper's text context is 448. From the
+            # group's context and prompt length, so a batch generates what each would alone
+            max_length=min(448, len(prompts[0]) + 16 + TOKENS_PER_S * context_s),
             suppress_blank=True,
             suppress_tokens=[-1],
             max_initial_timestamp_index=50,
@@ -240,15 +240,18 @@ def _join(words: list[Word], text: str, start: float, end: float, p: float, limi
 
 
 _LOOP_TOKENS = 3
-"""A run of at least this many tokens said twice in a row is a loop, not speech (the words
-Whisper repeats at a buffer's end, "Americans. I'm not my fellow Americans. I'm not")."""
+"""A run of at least this many tokens said again and again to the end of what Whisper
+generated is a loop, not speech (the words it repeats at a buffer's end, "Americans. I'm not
+my fellow Americans. I'm not"); "I'm sorry, I'm sorry, I did not see you" is speech."""
 
 
 def _unlooped(tokens: list[int]) -> list[int]:
-    """``tokens`` up to the end of the first run that the next tokens repeat."""
+    """``tokens`` up to the end of the first run that repeats, copy after copy, to their end."""
     n = len(tokens)
     for i in range(n):
         for k in range(_LOOP_TOKENS, (n - i) // 2 + 1):
-            if tokens[i : i + k] == tokens[i + k : i + 2 * k]:
+            run = tokens[i : i + k]
+            rest = tokens[i + k :]
+            if rest[:k] == run and all(t == run[j % k] for j, t in enumerate(rest)):
                 return tokens[: i + k]
     return tokens

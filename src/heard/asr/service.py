@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from heard.asr.decoder import BufferDecoder, Request
+from heard.asr.models import resolve_device
 from heard.asr.whisper import LoadedModel, WhisperOptions, load_model
 from heard.speech import Segment
 
@@ -171,20 +172,35 @@ class DecodeService:
                 self.pace.observe((now - started) / len(self._workers), now)
 
     def _round(self, batch: list[_Job]) -> None:
-        by_language: dict[str, list[_Job]] = {}
-        for job in batch:
-            by_language.setdefault(job.language, []).append(job)
-        for language, jobs in by_language.items():
-            try:
-                found = self.direct.decode(language, [j.request for j in jobs])
-            except Exception as e:  # noqa: BLE001 - handed to each waiting stream
-                for job in jobs:
+        """Decode a round; whatever goes wrong reaches the streams it concerns, and a worker
+        never dies with a stream waiting on it."""
+        try:
+            by_language: dict[str, list[_Job]] = {}
+            for job in batch:
+                by_language.setdefault(job.language, []).append(job)
+            for language, jobs in by_language.items():
+                self._decode(language, jobs)
+        except BaseException as e:
+            for job in batch:
+                if not job.done.done():
                     job.done.set_exception(e)
-                continue
-            for job, segments in zip(jobs, found, strict=True):
-                job.done.set_result(segments)
-        self.rounds += 1
-        self.decoded += len(batch)
+            if not isinstance(e, Exception):
+                raise
+        with self._paced:
+            self.rounds += 1
+            self.decoded += len(batch)
+
+    def _decode(self, language: str, jobs: list[_Job]) -> None:
+        try:
+            found = self.direct.decode(language, [j.request for j in jobs])
+        except Exception:
+            if len(jobs) == 1:
+                raise
+            for job in jobs:  # alone, each gets its own reading or its own error
+                self._decode(language, [job])
+            return
+        for job, segments in zip(jobs, found, strict=True):
+            job.done.set_result(segments)
 
 
 _services: dict[int, DecodeService] = {}
@@ -195,9 +211,9 @@ def shared_service(options: WhisperOptions) -> DecodeService:
     """The process's decode service for the model ``options`` name, started on first use: on
     the CPU one worker per core, each decoding on one thread; on a GPU one worker, batching."""
     cores = os.cpu_count() or 1
+    if resolve_device(options.device) == "cpu":
+        options = replace(options, cpu_threads=1, workers=cores)
     model = load_model(options)
-    if model.device == "cpu":
-        model = load_model(replace(options, cpu_threads=1, workers=cores))
     with _services_lock:
         found = _services.get(id(model.whisper))
         if found is None:

@@ -4,9 +4,9 @@ Every ``chunk_ms`` of audio the current buffer is decoded again (``heard.asr.dec
 the shortest Whisper context that holds it, with word times). What two consecutive decodes
 agree on is committed word by word (``heard.asr.commits``) and goes out as a ``final``
 inside continuous speech; the rest goes out as the ``partial``. Once the buffer is longer
-than ``trim_s`` it is cut after the last committed word, and the committed text goes before
-it as Whisper's prompt, so a word is final about two steps after it is spoken and each step
-decodes a few seconds of audio however long someone talks. Silero VAD on the buffer decides
+than ``trim_s`` it is cut in a pause after the last committed word, so a word is final about
+two steps after it is spoken and each step decodes a few seconds of audio however long
+someone talks. No prompt: a bad decode is never fed back. Silero VAD on the buffer decides
 when an utterance ended (``end_silence_ms`` of silence after speech): its last decode's new
 words are the endpoint ``final``. A buffer that reaches ``max_utterance_s`` with nothing
 agreed commits all but its last word.
@@ -110,11 +110,6 @@ class StreamOptions:
             raise ValueError(f"chunk_ms must be > 0, got {self.chunk_ms}")
 
 
-_PROMPT_CHARS = 200
-"""Committed text before the buffer that goes in Whisper's prompt: whisper_streaming's 200."""
-_PROMPT_WORDS = 60
-_PROMPT_SLACK_S = 0.1
-
 _PUNCTUATION = re.compile(r"[^\w\s'\-]")
 
 
@@ -160,13 +155,12 @@ class StreamingRecognizer:
         self.language = self._model.language(whisper.language)
         """The language decoded in: given, English for an English-only model, else detected
         on each decode until the first commit, and kept from then on."""
-        self._decoder = decoder
+        self._decoder: Decoder = decoder or DirectDecoder(self._model)
         self._audio = np.zeros(0, dtype=np.float32)
         self._offset = 0  # absolute index of self._audio[0]
         self._utt_start = 0
         self._decoded_to = 0
         self._commits = WordCommits()
-        self._said: list[Word] = []  # the last committed words, for the prompt
         self._detected: str | None = None
         self._heard_to = 0  # where the last decode of speech ended (absolute samples)
 
@@ -205,20 +199,16 @@ class StreamingRecognizer:
         timed = tuple(words) if self.options.word_timestamps else ()
         return Decoded(kind, text, start, end, timed, endpoint)
 
-    def _prompt(self) -> str:
-        """The committed text before the buffer, for context and casing (whisper_streaming's
-        200 characters)."""
-        before = self._utt_start / SAMPLE_RATE + _PROMPT_SLACK_S
-        return " ".join(w.text for w in self._said if w.end <= before)[-_PROMPT_CHARS:]
-
     def _decode(self, audio: npt.NDArray[np.float32]) -> list[Word]:
         """The buffer's words, at their times in the stream."""
         language = self.language
         if language is None:  # detected on each decode until the first commit
             language = self._detected = str(self._model.whisper.detect_language(audio)[0])
-        request = Request(audio, self._prompt(), word_timestamps=True)
-        decoder = self._decoder or DirectDecoder(self._model)
-        segments = decoder.decode(language, [request])[0]
+        # no prompt: given the committed "ask not what", tiny.en goes on with the words it
+        # remembers, not the ones said (a famous line doubled at 1 s steps); a bad decode is
+        # never fed back (heard.asr.whisper's rule for files too)
+        request = Request(audio, word_timestamps=True)
+        segments = self._decoder.decode(language, [request])[0]
         at = self._utt_start / SAMPLE_RATE
         return [
             Word(round(at + w.start, 3), round(at + w.end, 3), w.text, w.probability)
@@ -276,20 +266,20 @@ class StreamingRecognizer:
 
     def _trim(self, speech: list[dict[str, int]], audio_end: int, *, force: bool) -> None:
         """Cut the buffer in the last pause (VAD) behind the committed words
-        (``WordCommits.cut_at``); with none, once it reaches ``FORCE_TRIM_S``, after them."""
+        (``WordCommits.cut_at``); with none, once it reaches ``FORCE_TRIM_S``, in an earlier
+        pause or after them."""
         at = self._utt_start / SAMPLE_RATE
         pauses = [(at + left["end"] / SAMPLE_RATE, at + right["start"] / SAMPLE_RATE)
                   for left, right in pairwise(speech)]  # fmt: skip
-        cut = self._commits.cut_at(pauses, force=force)
-        if cut is not None:
+        found = self._commits.cut_at(pauses, force=force)
+        if found is not None:
+            cut = found[0]
             self._utt_start = max(self._utt_start, min(round(cut * SAMPLE_RATE), audio_end))
 
     def _remember(self, done: list[Word]) -> None:
-        """Committed words: the prompt's text; the first fixes a detected language."""
-        if done:
-            self._said = (self._said + done)[-_PROMPT_WORDS:]
-            if self.language is None:
-                self.language = self._detected
+        """The first committed words fix a detected language."""
+        if done and self.language is None:
+            self.language = self._detected
 
     def finish(self) -> list[Decoded]:
         """The stream ended: the rest of the utterance, if it holds speech, is the final."""

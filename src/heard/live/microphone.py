@@ -12,6 +12,7 @@ them back. Given ``shared=True`` (``heard serve``), its buffers are decoded by t
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,8 @@ from heard.asr.whisper import WhisperOptions
 from heard.transcript.events import TranscriptEvent
 
 __all__ = ["Microphone", "Pacer"]
+
+log = logging.getLogger("heard.live.microphone")
 
 
 NARROW_BELOW_RTF = 0.45
@@ -134,6 +137,14 @@ class Microphone:
         await self._task
 
     async def _run(self) -> None:
+        try:
+            await self._loop()
+        finally:  # whatever ended the loop, nobody waits on a flush forever
+            for done in self._flushed:
+                if not done.done():
+                    done.set_result(None)
+
+    async def _loop(self) -> None:
         import numpy as np
 
         while True:
@@ -149,7 +160,7 @@ class Microphone:
                     self._follow(self._service)
                 decoded_before = self._recognizer.decoded_to
                 started = time.perf_counter()
-                found = await _in_step_thread(self._recognizer.push, samples)
+                found = await self._step(self._recognizer.push, samples)
                 spent = time.perf_counter() - started
                 if self._service is None and self._recognizer.decoded_to != decoded_before:
                     # a step ran: did it take longer than the audio that arrived since the last?
@@ -158,7 +169,7 @@ class Microphone:
                 await self._hand_on(found)
             if self._ending and not self.pending:
                 if self._recognizer is not None:
-                    await self._hand_on(await _in_step_thread(self._recognizer.finish))
+                    await self._hand_on(await self._step(self._recognizer.finish))
                 self._ending = False
                 for done in self._flushed:
                     if not done.done():
@@ -166,6 +177,15 @@ class Microphone:
                 self._flushed.clear()
                 if self._closing:
                     return
+
+    async def _step(self, call: Callable[..., list[Decoded]], *args: object) -> list[Decoded]:
+        """One recognizer step; one that fails is logged and its audio skipped: the stream
+        goes on with the next."""
+        try:
+            return await _in_step_thread(call, *args)
+        except Exception:
+            log.exception("microphone %s: a decode step failed; its audio is skipped", self.speaker)
+            return []
 
     def _start(self) -> StreamingRecognizer:
         if self._shared:
