@@ -121,3 +121,26 @@ def test_no_word_is_doubled_at_any_step_the_pace_sets(step_ms: int, lead_s: floa
     assert found.insertions == 0
     assert found.deletions <= 1
     assert found.wer <= 0.1
+
+
+def test_the_silence_after_the_last_committed_words_ends_the_utterance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A buffer cut behind an utterance's last committed words holds only silence: that
+    silence, not the stream's end, sends the endpoint (a final for /v1/live, speech_final for
+    /v1/listen)."""
+    import heard.asr.streaming as streaming
+    from heard.speech import Word
+
+    recognizer = StreamingRecognizer()
+    said = [Word(0.1, 0.5, "hello"), Word(0.6, 1.0, "there")]
+    recognizer._commits.agree(said)
+    assert recognizer._commits.agree(said)[0] == said  # committed, then cut behind them
+    recognizer.append(np.zeros(3 * SAMPLE_RATE, dtype=np.float32))
+    recognizer._utt_start = SAMPLE_RATE
+    monkeypatch.setattr(streaming, "_speech", lambda audio: [])
+    assert recognizer.step(int(1.5 * SAMPLE_RATE)) == [], "500 ms of silence: not yet"
+    [end] = recognizer.step(2 * SAMPLE_RATE)
+    assert (end.kind, end.text, end.endpoint) == (EventKind.FINAL, "", True)
+    assert recognizer.step(3 * SAMPLE_RATE) == [], "once"
+    assert recognizer.finish() == []

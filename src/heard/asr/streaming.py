@@ -224,6 +224,10 @@ class StreamingRecognizer:
         events: list[Decoded] = []
         speech = _speech(buffer)
         if not speech:
+            if self._commits.open and len(buffer) * 1000 >= o.end_silence_ms * SAMPLE_RATE:
+                # the buffer was cut behind the utterance's last words: its silence ends it
+                events.append(self._decoded(EventKind.FINAL, [], endpoint=True))
+                self._commits.close()
             # keep only a short tail
             self._utt_start = max(self._utt_start, audio_end - SAMPLE_RATE // 2)
         else:
