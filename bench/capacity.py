@@ -59,7 +59,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tools"))
 from make_meeting import Voice, speak  # noqa: E402
-from served import serving  # noqa: E402
+from served import cpu_seconds, serving  # noqa: E402
 
 AUDIO = REPO / "tests" / "data" / "audio"
 JFK = ("And so my fellow Americans, ask not what your country can do for you, ask what you can "
@@ -242,11 +242,6 @@ async def live_client(url: str, pcm: bytes, start: float, call: Call) -> StreamR
     scored = _score(shown, committed, call, call.seconds)
     scored.steps = steps
     return scored
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_heard(call: Call, counts: list[int]) -> dict[int, dict[str, Any]]:

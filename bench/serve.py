@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -49,15 +48,9 @@ from heard.release.cadence import nearest_rank
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from locomo import conversations, turns_of  # noqa: E402
-from served import serving  # noqa: E402
+from served import cpu_seconds, serving  # noqa: E402
 
 JFK = HERE.parent / "tests" / "data" / "audio" / "jfk.flac"
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
 
 
 def script(conv: dict[str, Any], turns: int) -> list[dict[str, Any]]:
