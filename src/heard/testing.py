@@ -6,6 +6,7 @@ recorded for the test to look at:
 
 * ``FakeTranscriber``: canned segments (or a whole ``Transcription``) per track, or an
   exception to raise (``Transcriber``);
+* ``FakeDiarizer``: canned speaker turns per recording, or an exception (``diarize.Diarizer``);
 * ``ScriptedProvider``: scripted tool-call answers, failures and delays (``llm.Provider``);
 * ``ScriptedTranslator``: tags the text with the target language; delays and failures on cue
   (``release.Translator``);
@@ -36,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from heard.diarize import Diarization, SpeakerTurn
 from heard.errors import ProviderError
 from heard.live.prepared import Retrieved
 from heard.llm.provider import ToolCall, ToolSpec
@@ -45,6 +47,7 @@ from heard.speech import Segment, Transcription
 __all__ = [
     "Answer",
     "FakeClock",
+    "FakeDiarizer",
     "FakeTranscriber",
     "HashingEmbedder",
     "ProviderCall",
@@ -100,6 +103,40 @@ class FakeTranscriber:
             for segment in result.segments:
                 on_progress(segment.end, total)
         return result
+
+
+class FakeDiarizer:
+    """Canned turns ``(start, end, speaker)`` per recording location; an exception value is
+    raised instead. With a number of speakers asked for, turns of speakers beyond it go to
+    the last one, as a real diarizer finds no more than it is told. ``calls`` lists the
+    locations and the number asked with each."""
+
+    name = "fake-diarizer"
+
+    def __init__(
+        self, by_location: Mapping[str, Sequence[tuple[float, float, int]] | BaseException]
+    ) -> None:
+        self.by_location = dict(by_location)
+        self.calls: list[tuple[str, int | None]] = []
+
+    def diarize(
+        self,
+        audio: str | Path | Any,
+        *,
+        channel: int | None = None,
+        speakers: int | None = None,
+        on_progress: Callable[[float, float], None] | None = None,
+    ) -> Diarization:
+        location = str(audio)
+        self.calls.append((location, speakers))
+        result = self.by_location[location]
+        if isinstance(result, BaseException):
+            raise result
+        cap = speakers - 1 if speakers is not None else None
+        turns = tuple(
+            SpeakerTurn(a, b, k if cap is None else min(k, cap)) for a, b, k in sorted(result)
+        )
+        return Diarization(turns, len({t.speaker for t in turns}))
 
 
 Answer = Mapping[str, Any] | ToolCall | BaseException

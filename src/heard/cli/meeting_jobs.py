@@ -152,6 +152,10 @@ def transcribe_meeting(
     from heard.asr.whisper import WhisperOptions
 
     transcriber = recognizer(whisper or WhisperOptions(), [t.language for t in tracks])
+    if any(t.speakers is not None for t in tracks):  # heard[diarize] missing: fail before storing
+        from heard.diarize import default_diarizer
+
+        default_diarizer()
     meeting_id = store_meeting(tracks, title=title, db=db, started_at=started_at)
     return transcribe_stored(db, meeting_id, transcriber=transcriber, quiet=quiet)
 

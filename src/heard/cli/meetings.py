@@ -33,8 +33,15 @@ FormatOption = Annotated[
 
 
 def parse_track(arg: str) -> TrackSpec:
-    """``NAME=PATH[#left|#right][@OFFSET]``; OFFSET in seconds or ``M:SS``."""
+    """``NAME=PATH[#left|#right][@OFFSET]``; OFFSET in seconds or ``M:SS``. A plain ``PATH``
+    (no ``NAME=``) is a recording of several people, to diarize: named after its file."""
     name, sep, rest = arg.partition("=")
+    if not sep and arg.strip():
+        from dataclasses import replace
+
+        path = arg.rpartition("@")[0] if "@" in arg else arg
+        path = path.rpartition("#")[0] if "#" in path else path
+        return replace(parse_track(f"{Path(path).stem or 'recording'}={arg}"), speakers="auto")
     if not sep or not name.strip() or not rest:
         raise InputError(f"track {arg!r}: expected NAME=FILE[#left|#right][@OFFSET]")
     offset_s = 0.0
@@ -80,6 +87,32 @@ def parse_languages(args: list[str]) -> tuple[str | None, dict[str, str]]:
     return everyone, by_name
 
 
+def with_speakers(
+    specs: list[TrackSpec], speakers: str | None, names: str | None
+) -> list[TrackSpec]:
+    """``--speakers`` and ``--names`` applied to the recordings given as a plain FILE."""
+    from dataclasses import replace
+
+    from heard.diarize import check_speakers
+
+    mixed = [i for i, s in enumerate(specs) if s.speakers is not None]
+    if (speakers is not None or names is not None) and not mixed:
+        raise InputError(
+            "--speakers and --names are for a recording of several people: give it as FILE, "
+            "without NAME= (NAME=FILE is one participant's own track)"
+        )
+    given = tuple(n.strip() for n in (names or "").split(",")) if names is not None else ()
+    if names is not None and (len(mixed) > 1 or not all(given)):
+        raise InputError(
+            f"--names {names!r}: give comma-separated names (no empty one) for one recording"
+        )
+    count = check_speakers(speakers) if speakers is not None else "auto"
+    out = list(specs)
+    for i in mixed:
+        out[i] = replace(specs[i], speakers=count, speaker_names=given)
+    return out
+
+
 def with_languages(
     specs: list[TrackSpec], everyone: str | None, by_name: dict[str, str]
 ) -> list[TrackSpec]:
@@ -104,7 +137,7 @@ def transcribe(
         typer.Argument(
             help="NAME=FILE\\[#left|#right]\\[@OFFSET]: one per participant; OFFSET is when their "
             "track starts in the meeting (seconds or M:SS); #left/#right takes one channel "
-            "of a stereo file.",
+            "of a stereo file. A plain FILE is a recording of several people (see --speakers).",
             show_default=False,
         ),
     ] = None,
@@ -143,10 +176,34 @@ def transcribe(
     ] = None,
     device: DeviceOption = None,
     compute_type: ComputeTypeOption = None,
+    speakers: Annotated[
+        str | None,
+        typer.Option(
+            "--speakers",
+            metavar="auto|N",
+            help="How many people speak in each recording given as a plain FILE (no NAME=): a "
+            "number, or auto to count them. Needs heard[diarize]. Default: auto.",
+            show_default=False,
+        ),
+    ] = None,
+    names: Annotated[
+        str | None,
+        typer.Option(
+            "--names",
+            metavar="ANA,BOB",
+            help="Names for the speakers of that recording, in the order they are first heard "
+            "(default: Speaker 1, Speaker 2...).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Transcribe one track per participant and store the meeting; print its transcript.
 
     Example: heard transcribe alice=alice.wav bob=bob.wav@30 -f srt -o meeting.srt
+
+    One recording of several people (a call, a room): heard transcribe call.wav --speakers 2
+    --names ana,bob (who spoke when is found by diarization; a late joiner on their own line
+    can be added as NAME=FILE@OFFSET)
 
     A meeting in two languages: heard transcribe --model base --language ana=es ana=a.wav
     bob=b.wav (bob's language is detected)
@@ -172,10 +229,15 @@ def transcribe(
             "(--device, --compute-type) or $HEARD_MODEL where they run"
         )
     whisper = whisper_options(model, everyone, device, compute_type)
+    if speakers is not None:
+        from heard.diarize import check_speakers
+
+        check_speakers(speakers)
     if resume is not None:
-        if tracks or queue or by_name:
+        if tracks or queue or by_name or speakers or names:
             raise InputError(
-                "--resume takes a stored meeting: give no tracks, no --queue and no NAME=LANG"
+                "--resume takes a stored meeting: give no tracks, no --queue, no NAME=LANG and no "
+                "--speakers or --names"
             )
         database = open_store(db, resume)
         meeting_id = transcribe_stored(database, resume, whisper=whisper)
@@ -183,7 +245,8 @@ def transcribe(
         return
     if not tracks:
         raise InputError("give one NAME=FILE per participant, or --resume MEETING_ID")
-    specs = with_languages([parse_track(arg) for arg in tracks], whisper.language, by_name)
+    specs = with_speakers([parse_track(arg) for arg in tracks], speakers, names)
+    specs = with_languages(specs, whisper.language, by_name)
     database = queue_database(db) if queue else Database(database_url(db))
     started = datetime.now(UTC)
     if queue:

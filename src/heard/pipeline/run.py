@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from heard.asr.transcriber import Transcriber
+from heard.diarize import Diarizer
 from heard.errors import StoppingError
 from heard.pipeline.steps import (
     ClaimedTrack,
@@ -73,10 +74,13 @@ def run_pipeline(
     clock: Clock = utc_now,
     progress: TrackProgress | None = None,
     stop: threading.Event | None = None,
+    diarizer: Diarizer | None = None,
 ) -> PipelineResult:
     """Transcribe the meeting's pending tracks, then (re)build its phrases.
 
-    ``transcriber=None`` means transcription is disabled: nothing is done. Once ``stop`` is
+    ``transcriber=None`` means transcription is disabled: nothing is done. A recording of
+    several people is diarized by ``diarizer`` (default: ``heard.diarize.default_diarizer``,
+    loaded only when such a track is met). Once ``stop`` is
     set (the process is shutting down) the run ends at the track's next segment: STOPPED.
     """
     options = options or PipelineOptions()
@@ -97,7 +101,9 @@ def run_pipeline(
             if progress:
                 progress.started(claim)
             advance = _watch(claim, progress, stop)
-            status = transcribe_claimed(db, claim, transcriber, clock, options, advance)
+            status = transcribe_claimed(
+                db, claim, transcriber, clock, options, advance, diarizer=diarizer
+            )
             if progress:
                 progress.finished(claim, status)
     built = build_meeting(db, mid, options)

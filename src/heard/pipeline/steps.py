@@ -10,6 +10,8 @@ The same steps serve the in-process run (``run_pipeline``) and the Celery tasks:
 * ``transcribe_claimed`` runs the transcriber outside any transaction (in the language the user
   gave for the track, if any) and records segments and their language (``done``) or the error
   (``pending`` again, or ``failed``);
+* a recording of several people is diarized first (``diarize_claimed``), and who spoke when
+  is kept on the track before transcription starts, so a crash resumes without redoing it;
 * ``build_meeting`` replaces the meeting's phrases in one transaction once every track is
   done or failed.
 
@@ -25,13 +27,20 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from heard.asr.transcriber import ProgressCallback, Transcriber
-from heard.errors import InputError, StoppingError
+from heard.diarize import AUTO, Diarization, Diarizer, default_diarizer, speaker_count, split_words
+from heard.errors import InputError, MissingDependencyError, StoppingError
 from heard.settings import Settings
 from heard.store.database import Database
 from heard.store.models import TrackStatus
 from heard.store.phrases import BuildResult, segments_to_json
 from heard.store.phrases import build_meeting as _build_meeting
-from heard.store.tracks import ClaimedTrack, claim_track, record_outcome, recover_abandoned
+from heard.store.tracks import (
+    ClaimedTrack,
+    claim_track,
+    record_diarization,
+    record_outcome,
+    recover_abandoned,
+)
 from heard.timeline.phrases import INTERJECTION_THRESHOLD_S
 
 __all__ = [
@@ -41,6 +50,7 @@ __all__ = [
     "PipelineOptions",
     "build_meeting",
     "claim_track",
+    "diarize_claimed",
     "recover_stuck",
     "transcribe_claimed",
 ]
@@ -85,8 +95,11 @@ def transcribe_claimed(
     clock: Clock,
     options: PipelineOptions,
     on_progress: ProgressCallback | None = None,
+    diarizer: Diarizer | Callable[[], Diarizer] | None = None,
 ) -> TrackStatus:
     """Transcribe a claimed track and record the outcome; returns the track's new status.
+    A recording of several people (``claim.speakers``) is diarized first (``diarize_claimed``)
+    and each word stored with its speaker.
 
     A bad file (``InputError``) fails the track at once; a process shutting down
     (``StoppingError``) gives it back: still its claim, the attempt not counted, so the next
@@ -94,11 +107,12 @@ def transcribe_claimed(
     error leaves it ``pending`` for another attempt until ``max_attempts``.
     """
     try:
+        who = None if claim.speakers is None else diarize_claimed(db, claim, diarizer)
         heard = transcriber.transcribe(
             claim.location, channel=claim.channel, language=claim.language,
             on_progress=on_progress,
         )  # fmt: skip
-    except InputError as e:
+    except (InputError, MissingDependencyError) as e:
         return record_outcome(db, claim, clock(), segments=None, transcriber=transcriber.name,
                               error=str(e))  # fmt: skip
     except StoppingError as e:  # given back whole; the next start resumes it, uncounted
@@ -109,10 +123,34 @@ def transcribe_claimed(
             db, claim, clock(), segments=None, transcriber=transcriber.name,
             error=f"{type(e).__name__}: {e}", retry=claim.attempts < options.max_attempts,
         )  # fmt: skip
+    if who is None:
+        segments = segments_to_json(heard.segments)
+    else:  # each speaker's words, labelled with the speaker's number
+        segments = [row for speaker, spoken in sorted(split_words(heard.segments, who).items())
+                    for row in segments_to_json(spoken, speaker=speaker)]  # fmt: skip
     return record_outcome(
-        db, claim, clock(), segments=segments_to_json(heard.segments), transcriber=transcriber.name,
+        db, claim, clock(), segments=segments, transcriber=transcriber.name,
         language=heard.language, language_probability=heard.language_probability,
     )  # fmt: skip
+
+
+def diarize_claimed(
+    db: Database, claim: ClaimedTrack, diarizer: Diarizer | Callable[[], Diarizer] | None
+) -> Diarization:
+    """Who spoke when in the claimed recording: what an earlier attempt kept, else the
+    diarizer's answer, kept on the track before transcription starts (``diarizer`` may be a
+    factory, called only then; None: ``heard.diarize.default_diarizer``)."""
+    if claim.diarization is not None:
+        return Diarization.from_json(claim.diarization)
+    if diarizer is None:
+        diarizer = default_diarizer
+    if not isinstance(diarizer, Diarizer):
+        diarizer = diarizer()
+    found = diarizer.diarize(
+        claim.location, channel=claim.channel, speakers=speaker_count(claim.speakers or AUTO)
+    )
+    record_diarization(db, claim, found.to_json())
+    return found
 
 
 def build_meeting(db: Database, meeting_id: uuid.UUID, options: PipelineOptions) -> BuildResult:

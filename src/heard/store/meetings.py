@@ -56,6 +56,11 @@ class TrackSpec:
     status: TrackStatus = TrackStatus.PENDING
     language: str | None = None
     """The language the participant speaks (ISO 639-1); None: the recognizer decides."""
+    speakers: str | None = None
+    """None: one participant's own track. ``auto`` or a number (``heard.diarize``): a recording
+    of several people, whose speakers become the meeting's participants."""
+    speaker_names: tuple[str, ...] = ()
+    """Their names, in the order they are first heard (the rest are ``<participant> N``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,27 @@ def _check_tracks(tracks: Sequence[TrackSpec]) -> None:
             raise InputError(f"track {t.location!r}: channel must be 0 or 1, got {t.channel}")
         if t.language is not None and not (t.language.isalpha() and len(t.language) <= 16):
             raise InputError(f"participant {name!r}: bad language {t.language!r}")
+        _check_speakers(t, name, seen)
+
+
+def _check_speakers(t: TrackSpec, name: str, seen: set[str]) -> None:
+    """A diarized track's speaker count and names are valid and its names are unique."""
+    if t.speakers is None:
+        if t.speaker_names:
+            raise InputError(f"track {name!r}: speaker names need --speakers (a mixed recording)")
+        return
+    from heard.diarize import check_speakers, speaker_count
+
+    count = speaker_count(check_speakers(t.speakers))
+    if count is not None and len(t.speaker_names) > count:
+        raise InputError(f"track {name!r}: {len(t.speaker_names)} names for {count} speakers")
+    for speaker in t.speaker_names:
+        problem = name_problem(speaker) or ("'/' is not allowed" if "/" in speaker else None)
+        if not speaker.strip() or problem:
+            raise InputError(f"speaker name {speaker!r}: {problem or 'empty'}")
+        if speaker.strip().casefold() in seen:
+            raise InputError(f"participant {speaker!r} is named twice; names must be unique")
+        seen.add(speaker.strip().casefold())
 
 
 def create_meeting(
@@ -153,6 +179,8 @@ def create_meeting(
                     offset_s=float(spec.offset_s),
                     status=spec.status,
                     language_asked=spec.language,
+                    speakers=None if spec.speakers is None else str(spec.speakers),
+                    speaker_names=[n.strip() for n in spec.speaker_names] or None,
                     attempts=0,
                     updated_at=utc_now(),
                 )

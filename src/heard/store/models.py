@@ -166,6 +166,14 @@ class AudioTrack(Base):
     """The language of the segments, given or detected, once done."""
     language_probability: Mapped[float | None] = mapped_column(Float)
     """How sure the detection was; None when the language was given."""
+    speakers: Mapped[str | None] = mapped_column(String(8))
+    """None: the participant's own track. ``auto`` or a number: a recording of several people,
+    diarized into that many speakers (``auto``: as many as are heard)."""
+    speaker_names: Mapped[list[str] | None] = mapped_column(JSON)
+    """The names the user gave its speakers, in the order they are first heard."""
+    diarization: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """Who spoke when (``heard.diarize.Diarization.to_json``), kept as soon as it is made: a
+    run that dies while transcribing resumes without diarizing again."""
 
     participant: Mapped[Participant] = relationship(back_populates="tracks")
 

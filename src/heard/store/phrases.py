@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
 
 from heard.speech import Segment, Word
 from heard.store.database import Database
@@ -24,13 +25,18 @@ from heard.timeline.phrases import Track, build_phrases
 __all__ = ["BuildResult", "build_meeting", "segments_from_json", "segments_to_json"]
 
 
-def segments_to_json(segments: Sequence[Segment]) -> list[dict[str, Any]]:
+def segments_to_json(
+    segments: Sequence[Segment], speaker: int | None = None
+) -> list[dict[str, Any]]:
+    """Segments as the store keeps them; ``speaker``: the diarized speaker who said them."""
+    extra = {} if speaker is None else {"speaker": speaker}
     return [
         {
             "start": s.start,
             "end": s.end,
             "text": s.text,
             "words": [[w.start, w.end, w.text, w.probability] for w in s.words],
+            **extra,
         }
         for s in segments
     ]
@@ -41,6 +47,42 @@ def segments_from_json(data: list[dict[str, Any]]) -> list[Segment]:
         Segment(d["start"], d["end"], d["text"], tuple(Word(*w) for w in d.get("words", ())))
         for d in data
     ]
+
+
+def _speakers(track: AudioTrack, name: str, mixed: int, taken: set[str]) -> dict[str, Track]:
+    """A diarized recording's segments per speaker, each under their participant name: the
+    names the user gave, in the order the speakers are first heard, then ``Speaker N`` (or
+    ``<track> speaker N`` when the meeting has several such recordings or the name is
+    taken)."""
+    from heard.diarize import speaker_labels
+
+    rows = track.segments or []
+    count = max((int(r.get("speaker", 0)) for r in rows), default=-1) + 1
+    fallback = "Speaker" if mixed == 1 else f"{name} speaker"
+    labels = speaker_labels(track.speaker_names or (), count, fallback)
+    taken_folded = {t.casefold() for t in taken}
+    out: dict[str, Track] = {}
+    for k, label in enumerate(labels):
+        mine = [r for r in rows if int(r.get("speaker", 0)) == k]
+        if not mine:
+            continue
+        if label.casefold() in taken_folded:
+            label = f"{name} {label}"
+        out[label] = Track(segments_from_json(mine), track.offset_s)
+    return out
+
+
+def _participant_id(s: Session, meeting_id: uuid.UUID, name: str) -> uuid.UUID:
+    """The id of the meeting's participant ``name``, made now if a speaker is new."""
+    found = s.scalar(
+        select(Participant.id).where(Participant.meeting_id == meeting_id, Participant.name == name)
+    )
+    if found is not None:
+        return found
+    participant = Participant(meeting_id=meeting_id, name=name)
+    s.add(participant)
+    s.flush()
+    return participant.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +114,14 @@ def build_meeting(
         tracks = {
             name: Track(segments_from_json(t.segments or []), t.offset_s)
             for t, name in rows
-            if t.status is TrackStatus.DONE
+            if t.status is TrackStatus.DONE and t.speakers is None
         }
+        for t, name in rows:
+            if t.status is TrackStatus.DONE and t.speakers is not None:
+                mixed = sum(1 for r, _ in rows if r.speakers is not None)
+                for label, track in _speakers(t, name, mixed, set(tracks)).items():
+                    tracks[label] = track
+                    ids[label] = _participant_id(s, meeting_id, label)
         drafts = build_phrases(tracks, interjection_threshold_s=interjection_threshold_s)
         s.execute(delete(Phrase).where(Phrase.meeting_id == meeting_id))
         t0 = meeting.started_at

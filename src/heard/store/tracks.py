@@ -35,6 +35,7 @@ __all__ = [
     "meeting_finished",
     "open_track_ids",
     "pending_track_ids",
+    "record_diarization",
     "record_outcome",
     "recover_abandoned",
     "track_of",
@@ -62,6 +63,10 @@ class ClaimedTrack:
     attempts: int
     language: str | None = None
     """The language the user gave for this track; None: the recognizer decides."""
+    speakers: str | None = None
+    """``auto`` or a number: a recording of several people, to diarize first."""
+    diarization: dict[str, Any] | None = None
+    """Who spoke when, when an earlier attempt made it already."""
 
 
 def track_of(db: Database, meeting_id: uuid.UUID | str, participant: str, owner: str) -> uuid.UUID:
@@ -142,7 +147,7 @@ def upload_track(db: Database, track_id: uuid.UUID, location: str) -> str:
             status, before = track.status, track.location
             if status is S.TRANSCRIBING:
                 raise ConflictError("the track is being transcribed; upload again once it is done")
-            values: dict[str, Any] = {"location": location}
+            values: dict[str, Any] = {"location": location, "diarization": None}
             if status in TRANSITIONS["upload"][0]:
                 values |= {"status": S.PENDING, "attempts": 0, "last_error": None, "segments": None,
                            "language": None, "language_probability": None}  # fmt: skip
@@ -183,8 +188,9 @@ def claim_track(
         track = s.get_one(AudioTrack, track_id)
         name = s.get_one(Participant, track.participant_id).name
         return ClaimedTrack(
-            track.id, name, track.location, track.channel, track.attempts, track.language_asked
-        )
+            track.id, name, track.location, track.channel, track.attempts, track.language_asked,
+            track.speakers, track.diarization,
+        )  # fmt: skip
 
 
 def recover_abandoned(
@@ -230,6 +236,22 @@ def recover_abandoned(
             track.updated_at = now
             track.claimed_by = None
         return recovered
+
+
+def record_diarization(db: Database, claim: ClaimedTrack, diarization: dict[str, Any]) -> bool:
+    """Keep who spoke when on the claimed track, so that a later attempt reuses it; False
+    when the claim is no longer the track's current one (nothing is written)."""
+    with db.session() as s:
+        result = s.execute(
+            update(AudioTrack)
+            .where(
+                AudioTrack.id == claim.id,
+                AudioTrack.status == S.TRANSCRIBING,
+                AudioTrack.attempts == claim.attempts,
+            )
+            .values(diarization=diarization)
+        )
+        return cast(CursorResult[Any], result).rowcount == 1
 
 
 def record_outcome(

@@ -1,0 +1,92 @@
+"""Who spoke when in one recording of several people (``heard transcribe call.wav``).
+
+``Diarizer`` is the seam: ``OnnxDiarizer`` (``heard[diarize]``, no PyTorch) is the real one,
+``heard.testing.FakeDiarizer`` answers from a script for tests. ``split_words`` gives each
+recognized word to its speaker, so that the speakers become the meeting's participants and
+the usual timeline rules build their phrases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from heard.diarize.turns import Diarization, SpeakerTurn, split_words
+from heard.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "AUTO",
+    "MAX_SPEAKERS",
+    "Diarization",
+    "Diarizer",
+    "SpeakerTurn",
+    "check_speakers",
+    "default_diarizer",
+    "speaker_count",
+    "speaker_labels",
+    "split_words",
+]
+
+AUTO = "auto"
+MAX_SPEAKERS = 16
+
+
+@runtime_checkable
+class Diarizer(Protocol):
+    """Anything that says who spoke when in one recording."""
+
+    name: str
+
+    def diarize(
+        self,
+        audio: str | Path | npt.NDArray[np.float32],
+        *,
+        channel: int | None = None,
+        speakers: int | None = None,
+        on_progress: Callable[[float, float], None] | None = None,
+    ) -> Diarization:
+        """The speaker turns of a file (or one channel of it) or of 16 kHz mono samples:
+        ``speakers`` of them, or as many as are heard when None."""
+        ...
+
+
+def check_speakers(value: str | int) -> str:
+    """``auto`` or a number of speakers 1-16, as the store keeps it; ``InputError`` naming
+    the value otherwise."""
+    text = str(value).strip().lower()
+    if text == AUTO:
+        return AUTO
+    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_SPEAKERS:
+        raise InputError(
+            f"--speakers {value!r}: give auto or a number of speakers from 1 to {MAX_SPEAKERS}"
+        )
+    return str(int(text))
+
+
+def speaker_count(stored: str) -> int | None:
+    """The number of speakers asked for, None for ``auto``."""
+    return None if stored == AUTO else int(stored)
+
+
+def speaker_labels(names: tuple[str, ...] | list[str], count: int, fallback: str) -> list[str]:
+    """Names for ``count`` speakers in the order they are first heard: those given, then
+    ``<fallback> N``."""
+    given = list(names)
+    return [given[k] if k < len(given) else f"{fallback} {k + 1}" for k in range(count)]
+
+
+@cache
+def default_diarizer() -> Diarizer:
+    """``OnnxDiarizer`` with its models loaded, one per process (``MissingDependencyError``
+    without ``heard[diarize]``)."""
+    from heard.diarize.onnx import OnnxDiarizer
+
+    diarizer = OnnxDiarizer()
+    diarizer.prepare()
+    return diarizer
