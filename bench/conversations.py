@@ -222,5 +222,5 @@ def stereo_mixed() -> Conversation:
     mix = (tracks["stereo0"] + tracks["stereo1"]) / 2
     truth = sorted((a, b, name) for name, x in tracks.items() for a, b in loud_spans(x))
     texts = {f"stereo{c}": [text] for c, text in STEREO}
-    return Conversation("stereo_diarization (mono)", mix.astype(np.float32), truth,
-                        {n: (x / 2).astype(np.float32) for n, x in tracks.items()}, texts)  # fmt: skip
+    halves = {n: (x / 2).astype(np.float32) for n, x in tracks.items()}
+    return Conversation("stereo_diarization (mono)", mix.astype(np.float32), truth, halves, texts)

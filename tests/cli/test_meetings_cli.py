@@ -61,7 +61,6 @@ def test_parse_track(
 @pytest.mark.parametrize(
     ("arg", "problem"),
     [
-        ("a.wav", "expected NAME=FILE"),
         ("=a.wav", "expected NAME=FILE"),
         ("alice=", "expected NAME=FILE"),
         ("alice=a.wav@soon", "bad offset 'soon'"),
@@ -73,6 +72,14 @@ def test_parse_track(
 def test_parse_track_rejects(arg: str, problem: str) -> None:
     with pytest.raises(InputError, match=problem):
         parse_track(arg)
+
+
+def test_a_plain_file_is_a_recording_of_several_people_to_diarize() -> None:
+    spec = parse_track("calls/call.wav#right@1:05")
+    assert (spec.participant, spec.channel, spec.offset_s) == ("call", 1, 65.0)
+    assert spec.speakers == "auto"
+    assert spec.location.endswith("calls/call.wav")
+    assert parse_track("bob=call.wav").speakers is None  # one participant's own track
 
 
 def test_phrases_from_a_file_and_from_stdin(tmp_path: Path) -> None:

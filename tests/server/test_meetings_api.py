@@ -238,3 +238,42 @@ def test_without_resume_a_crashed_meetings_tracks_take_uploads_again(
         put = client.put(f"/v1/meetings/{meeting_id}/tracks/a", content=body, headers=headers)
         assert put.status_code == 200, put.text
     assert fake.calls == []
+
+
+def test_a_mixed_recording_uploaded_becomes_its_speakers(  # type: ignore[no-untyped-def]
+    server, db: Database
+) -> None:
+    from heard.testing import FakeDiarizer
+
+    client, alice, _ = server
+    created = client.post(
+        "/v1/meetings",
+        json={"title": "call", "participants": [{"name": "call", "speakers": "auto",
+                                                 "names": ["ana", "bob"]}]},
+        headers=alice,
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    mid = created.json()["id"]
+    assert created.json()["tracks"][0]["speakers"] == "auto"
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
+    assert client.put(f"/v1/meetings/{mid}/tracks/call", content=wav, headers=alice).is_success
+    location = track_states(db, mid)[0].location
+    fake = FakeTranscriber({location: [Segment(0.0, 1.0, "hello"), Segment(2.0, 3.0, "hi")]})
+    run_pipeline(mid, db=db, transcriber=fake,
+                 diarizer=FakeDiarizer({location: [(0.0, 1.2, 0), (1.9, 3.2, 1)]}))  # fmt: skip
+    track = client.get(f"/v1/meetings/{mid}", headers=alice).json()["tracks"][0]
+    assert (track["speakers"], track["speakers_found"]) == ("auto", 2)
+    phrases = client.get(f"/v1/meetings/{mid}/phrases", headers=alice).json()
+    assert [(p["participant"], p["text"]) for p in phrases] == [("ana", "hello"), ("bob", "hi")]
+
+
+@pytest.mark.parametrize("speakers", [0, 17, "many", True, -2])
+def test_a_bad_speaker_count_is_a_422(server, speakers: object) -> None:  # type: ignore[no-untyped-def]
+    client, alice, _ = server
+    answer = client.post(
+        "/v1/meetings",
+        json={"title": "call", "participants": [{"name": "call", "speakers": speakers}]},
+        headers=alice,
+    )
+    assert answer.status_code == 422, answer.text
+    assert "speakers" in answer.text

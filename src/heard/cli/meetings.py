@@ -352,6 +352,9 @@ def status(
         if label == INTERRUPTED:
             error = f"  (its process {t.claimed_by} is gone){error}"
         spoken = f"  {t.language_label}" if t.language_label else ""
+        if t.speakers is not None:
+            found = "" if t.speakers_found is None else f", {t.speakers_found} found"
+            spoken += f"  speakers {t.speakers}{found}"
         typer.echo(
             f"  {t.participant:<16} {label:<12} attempts {t.attempts}  "
             f"@{t.offset_s:g}s{spoken}  {t.location}{channel}{error}"

@@ -83,6 +83,18 @@ Language = Annotated[Text | None, AfterValidator(_language)]
 """An ISO 639-1 code Whisper knows (``es``); None or ``auto``: detected."""
 
 
+def _speakers(value: str | int | None) -> str | None:
+    if value is None:
+        return None
+    from heard.diarize import check_speakers
+    from heard.errors import InputError
+
+    try:
+        return check_speakers(value)
+    except InputError as e:
+        raise ValueError(str(e).removeprefix("--speakers ")) from None
+
+
 class ParticipantIn(_Strict):
     name: ParticipantName = Field(min_length=1, max_length=200)
     offset_s: Annotated[float, BeforeValidator(_not_bool)] = Field(
@@ -93,6 +105,13 @@ class ParticipantIn(_Strict):
     )
     language: Language = Field(default=None, max_length=16)
     """The language the participant speaks; unset: detected by a multilingual model."""
+    speakers: Annotated[str | int | None, BeforeValidator(_not_bool), AfterValidator(_speakers)] = (
+        None
+    )
+    """Set for a recording of several people (a call, a room): ``auto`` or how many speak;
+    its speakers become the meeting's participants. Unset: this participant's own track."""
+    names: list[ParticipantName] = Field(default=[], max_length=16)
+    """Names for those speakers, in the order they are first heard."""
 
 
 class MeetingIn(_Strict):
@@ -112,6 +131,10 @@ class TrackOut(BaseModel):
     language_probability: float | None = None
     """Of the detection; null when the language was given."""
     language_asked: str | None = None
+    speakers: str | None = None
+    """``auto`` or a number for a recording of several people; null for one's own track."""
+    speakers_found: int | None = None
+    """How many speakers its diarization found, once made."""
 
 
 class MeetingOut(BaseModel):

@@ -91,6 +91,10 @@ class TrackState:
     """Given or detected, once transcribed."""
     language_probability: float | None = None
     """Of the detection; None when the language was given."""
+    speakers: str | None = None
+    """``auto`` or a number for a recording of several people; None for one's own track."""
+    speakers_found: int | None = None
+    """How many speakers its diarization found, once made."""
 
     @property
     def language_label(self) -> str:
@@ -299,6 +303,8 @@ def _track_states(s: Session, mid: uuid.UUID) -> list[TrackState]:
             t.language_asked,
             t.language,
             t.language_probability,
+            t.speakers,
+            (t.diarization or {}).get("speakers"),
         )
         for t, name in rows
     ]

