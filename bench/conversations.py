@@ -214,6 +214,20 @@ def conversations(workdir: Path, count: int = 24, seed: int = 30) -> list[Conver
     return out
 
 
+def monologues(workdir: Path, seed: int = 30) -> list[Conversation]:
+    """One person each: JFK's whole recording, then every espeak-ng voice and real person
+    alone for eight utterances."""
+    from heard.asr.audio import load_audio
+
+    rng = random.Random(seed)
+    jfk = load_audio(AUDIO / "jfk.flac")
+    truth = [(a, b, "jfk") for a, b in loud_spans(jfk)]
+    out = [Conversation("jfk.flac", jfk, truth, {"jfk": jfk}, {"jfk": [JFK_PHRASES[0][2]]})]
+    for person in [*espeak_speakers(workdir), *real_speakers()]:
+        out.append(make_conversation(f"{person.name} alone", [person], rng, turns=8))
+    return out
+
+
 def stereo_mixed() -> Conversation:
     """stereo_diarization.wav mixed to mono; its truth from each channel's own speech."""
     from heard.asr.audio import load_audio

@@ -326,3 +326,21 @@ def test_the_whisper_streaming_peer_commits_what_two_transcriptions_agree_on() -
     done, pending = online.step(second)
     assert [t for _, _, t in done] == ["ship", "on"], "each word once: 'we' is not new"
     assert [t for _, _, t in online.finish()] == []
+
+
+def test_diarize_benchmark_scores_its_truth_perfectly_and_silence_as_all_missed() -> None:
+    bench = load("diarize")
+    truth = [(0.0, 2.0, "a"), (1.5, 4.0, "b")]
+    assert bench.der(truth, truth, 5.0) == 0.0
+    assert bench.der(truth, [], 5.0) == 1.0
+    assert bench.der(truth, [(0.0, 4.0, "x")], 5.0) > 0.3  # one label for two people
+
+
+@pytest.mark.system
+def test_diarize_benchmark_runs_on_one_conversation() -> None:
+    bench = load("diarize")
+    result = bench.main(["--count", "1", "--json"])
+    made = result["sets"]["b: conversations"]
+    assert made["conversations"] == 1
+    assert 0.0 <= made["heard_auto"]["der_mean"] <= 1.0
+    assert made["heard_cpu_s_per_hour"] > 0

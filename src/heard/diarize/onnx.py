@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from heard.diarize.clusters import Local, assign, cluster, reconstruct
+from heard.diarize.clusters import Local, assign, centred, cluster, reconstruct
 from heard.diarize.features import HOP, log_mel
 from heard.diarize.turns import Diarization, SpeakerTurn
 from heard.errors import InputError, MissingDependencyError
@@ -149,6 +149,7 @@ class OnnxDiarizer:
         if not speech.any():
             return Diarization((), 0)
         local, offsets = self._local(samples, speech, on_progress)
+        local = centred(local)
         centroids = cluster(local, speakers)
         labels, found = assign(local, centroids, speakers)
         frames = max(1, (len(samples) - FRAME_CENTRE) // FRAME + 1)
