@@ -9,7 +9,8 @@ ship: JFK (``jfk.flac``, public domain, cut into his four phrases) and the two s
 ``stereo_diarization.wav`` (faster-whisper's test data, MIT), each of their channel's speech.
 
 The truth of each utterance is where its own samples are loud (20 ms frames within 35 dB of
-its peak, gaps under 250 ms closed), so a pause inside a sentence is not scored as speech.
+its peak, 30 dB for the real recordings, whose hiss is within 35; gaps under 250 ms closed),
+so a pause inside a sentence is not scored as speech.
 Each speaker's own track (their utterances alone, on the same timeline) is kept too, so a
 diarized transcript can be compared with the per-track one.
 """
@@ -54,12 +55,14 @@ SENTENCES = [
     "Let's keep the scope small and finish the basics first.",
 ]
 INTERJECTIONS = ["Yeah.", "Right.", "Uh-huh.", "Okay.", "Sure."]
-JFK_PHRASES = [  # (start s, end s, text) in jfk.flac
-    (0.2, 3.0, "And so my fellow Americans,"),
-    (3.9, 5.6, "ask not"),
-    (6.6, 8.4, "what your country can do for you,"),
-    (8.5, 10.8, "ask what you can do for your country."),
+JFK_PHRASES = [  # (start s, end s, text) in jfk.flac, where loud_spans(floor_db=30) puts them
+    (0.2, 2.3, "And so my fellow Americans,"),
+    (3.2, 4.5, "ask not"),
+    (5.3, 7.95, "what your country can do for you,"),
+    (8.1, 11.0, "ask what you can do for your country."),
 ]
+REAL_FLOOR_DB = 30.0
+"""The real recordings' hiss lies within 35 dB of their speech; 30 dB finds JFK's words."""
 STEREO = [  # (channel, text) of stereo_diarization.wav
     (0, "He began a confused complaint against the wizard, who had vanished behind the curtain"
         " on the left."),
@@ -72,6 +75,8 @@ class Speaker:
     name: str
     clips: list[tuple[npt.NDArray[np.float32], str]]
     """Utterances this speaker can say: samples and text."""
+    floor_db: float = 35.0
+    """Of ``loud_spans``, for the truth of their speech."""
     short: list[tuple[npt.NDArray[np.float32], str]] = field(default_factory=list)
     """Interjections."""
 
@@ -116,8 +121,8 @@ def loud_spans(samples: npt.NDArray[np.float32], *, floor_db: float = 35.0,
     return [(a, b) for a, b in spans]
 
 
-def _trim(samples: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    spans = loud_spans(samples)
+def _trim(samples: npt.NDArray[np.float32], floor_db: float = 35.0) -> npt.NDArray[np.float32]:
+    spans = loud_spans(samples, floor_db=floor_db)
     if not spans:
         return samples
     return samples[int(spans[0][0] * RATE) : int(spans[-1][1] * RATE)]
@@ -134,11 +139,12 @@ def real_speakers() -> list[Speaker]:
     from heard.asr.audio import load_audio
 
     jfk = load_audio(AUDIO / "jfk.flac")
-    people = [Speaker("jfk", [(_unit(_trim(jfk[int(a * RATE) : int(b * RATE)])), t)
-                              for a, b, t in JFK_PHRASES])]  # fmt: skip
+    floor = REAL_FLOOR_DB
+    people = [Speaker("jfk", [(_unit(_trim(jfk[int(a * RATE) : int(b * RATE)], floor)), t)
+                              for a, b, t in JFK_PHRASES], floor)]  # fmt: skip
     for channel, text in STEREO:
         track = load_audio(AUDIO / "stereo_diarization.wav", channel)
-        people.append(Speaker(f"stereo{channel}", [(_unit(_trim(track)), text)]))
+        people.append(Speaker(f"stereo{channel}", [(_unit(_trim(track, floor)), text)], floor))
     return people
 
 
@@ -154,7 +160,7 @@ def espeak_speakers(workdir: Path, count: int = len(VOICES)) -> list[Speaker]:
                 index += 1
                 raw = (speak(text, voice, workdir, index) / 32768).astype(np.float32)
                 pool.append((_unit(_trim(raw)), text))
-        people.append(Speaker(f"voice{v}", clips, short))
+        people.append(Speaker(f"voice{v}", clips, short=short))
     return people
 
 
@@ -163,6 +169,7 @@ def make_conversation(
 ) -> Conversation:
     """A conversation among ``cast`` (see the module docstring)."""
     placed: list[tuple[float, str, npt.NDArray[np.float32], str]] = []
+    floors = {s.name: s.floor_db for s in cast}
     t = 0.5
     previous: str | None = None
     for _ in range(turns):
@@ -188,7 +195,7 @@ def make_conversation(
     for start, who, clip, text in sorted(placed, key=lambda p: p[0]):
         lo = int(start * RATE)
         tracks[who][lo : lo + len(clip)] += clip[: total - lo]
-        truth += [(start + a, start + b, who) for a, b in loud_spans(clip)]
+        truth += [(start + a, start + b, who) for a, b in loud_spans(clip, floor_db=floors[who])]
         texts[who].append(text)
     mix = np.sum(list(tracks.values()), axis=0).astype(np.float32)
     peak = float(np.abs(mix).max()) or 1.0
@@ -221,7 +228,7 @@ def monologues(workdir: Path, seed: int = 30) -> list[Conversation]:
 
     rng = random.Random(seed)
     jfk = load_audio(AUDIO / "jfk.flac")
-    truth = [(a, b, "jfk") for a, b in loud_spans(jfk)]
+    truth = [(a, b, "jfk") for a, b in loud_spans(jfk, floor_db=REAL_FLOOR_DB)]
     out = [Conversation("jfk.flac", jfk, truth, {"jfk": jfk}, {"jfk": [JFK_PHRASES[0][2]]})]
     for person in [*espeak_speakers(workdir), *real_speakers()]:
         out.append(make_conversation(f"{person.name} alone", [person], rng, turns=8))
@@ -234,7 +241,9 @@ def stereo_mixed() -> Conversation:
 
     tracks = {f"stereo{c}": load_audio(AUDIO / "stereo_diarization.wav", c) for c in (0, 1)}
     mix = (tracks["stereo0"] + tracks["stereo1"]) / 2
-    truth = sorted((a, b, name) for name, x in tracks.items() for a, b in loud_spans(x))
+    truth = sorted(
+        (a, b, name) for name, x in tracks.items() for a, b in loud_spans(x, floor_db=REAL_FLOOR_DB)
+    )
     texts = {f"stereo{c}": [text] for c, text in STEREO}
     halves = {n: (x / 2).astype(np.float32) for n, x in tracks.items()}
     return Conversation("stereo_diarization (mono)", mix.astype(np.float32), truth, halves, texts)

@@ -288,6 +288,34 @@ def test_cli_enqueues_and_a_worker_finishes_the_meeting(
     assert "jfk: And so my fellow Americans" in export.stdout
 
 
+def test_a_worker_diarizes_a_queued_recording_of_two_people(
+    env: dict[str, str], db: Database, workers: Workers, tmp_path: Path
+) -> None:
+    import numpy as np
+    import soundfile as sf  # type: ignore[import-untyped]
+
+    from heard.asr.audio import load_audio
+
+    pair = [load_audio(AUDIO / "stereo_diarization.wav", c) for c in (0, 1)]
+    sf.write(tmp_path / "call.wav", np.mean(pair, axis=0), 16000)  # one mixed track
+    workers.start()
+    queued = subprocess.run(
+        [sys.executable, "-m", "heard", "transcribe", str(tmp_path / "call.wav"), "--speakers",
+         "2", "--names", "ana,bob", "--queue"],
+        capture_output=True, text=True, env=env, check=False, timeout=120,
+    )  # fmt: skip
+    assert queued.returncode == 0, queued.stderr
+    meeting_id = uuid.UUID(queued.stdout.strip())
+    wait_for(all_done(db, [meeting_id]), 180, "the diarized meeting", workers)
+    states = track_states(db, meeting_id)
+    assert [(t.speakers, t.speakers_found, t.status) for t in states] == [
+        ("2", 2, TrackStatus.DONE)
+    ]
+    # the two talk at once; Whisper hears the louder (ana) through it, so bob may get no words
+    who = {p.participant for p in meeting_phrases(db, meeting_id)}
+    assert "ana" in who and who <= {"ana", "bob"}, workers.log_tail()
+
+
 def test_queue_with_a_database_the_workers_do_not_open_is_refused(
     env: dict[str, str], db: Database, workers: Workers, tmp_path: Path
 ) -> None:
