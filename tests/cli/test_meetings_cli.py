@@ -212,3 +212,13 @@ def test_transcribe_refuses_a_track_over_the_limit_before_decoding_it(
         "jfk.flac: 11 s of audio; a track may hold at most 5 s ($HEARD_MAX_TRACK_S)"
     )
     assert not Database(env["HEARD_DATABASE_URL"]).has_schema()
+
+
+def test_a_recording_whose_name_holds_track_syntax_is_taken_whole(tmp_path: Path) -> None:
+    for name in ("take=2.wav", "rec@home.wav", "call#1.wav"):
+        (tmp_path / name).write_bytes(b"")
+        spec = parse_track(str(tmp_path / name))
+        assert spec.location == str(tmp_path / name)
+        assert (spec.speakers, spec.offset_s, spec.channel) == ("auto", 0.0, None)
+    with pytest.raises(InputError, match=r"track 'missing\.wav@soon': bad offset 'soon'"):
+        parse_track("missing.wav@soon")

@@ -16,7 +16,7 @@ runner = CliRunner()
 AUDIO = Path(__file__).resolve().parents[1] / "data" / "audio"
 
 
-@pytest.mark.parametrize("value", ["0", "17", "-1", "two", "1.5", ""])
+@pytest.mark.parametrize("value", ["0", "17", "-1", "two", "1.5", "", "\u00b2"])
 def test_bad_speaker_counts_get_one_line(value: str, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'm.db'}"
     result = runner.invoke(app, ["transcribe", str(AUDIO / "jfk.flac"), "--speakers", value,

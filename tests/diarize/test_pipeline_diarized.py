@@ -160,3 +160,42 @@ def test_without_the_diarize_extra_the_track_fails_naming_it(db: Database) -> No
 def test_diarization_json_round_trips() -> None:
     found = FakeDiarizer({"x": TURNS}).diarize("x")
     assert Diarization.from_json(found.to_json()) == found
+
+
+def test_a_name_given_that_a_default_label_would_take_loses_no_words(db: Database) -> None:
+    meeting_id = meeting(db, names=("Speaker 2",))
+    run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
+                 diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
+    got = phrases(db, meeting_id)
+    assert {who for who, *_ in got} == {"Speaker 2", "Speaker 3"}
+    assert sum(len(text.split()) for *_, text in got) == sum(len(s.text.split()) for s in CALL)
+
+
+def test_a_separate_participant_that_failed_never_gets_a_speakers_words(db: Database) -> None:
+    other = TrackSpec("Speaker 1", "broken.wav")
+    meeting_id = meeting(db, other, names=())
+    transcriber = FakeTranscriber({"call.wav": CALL, "broken.wav": ValueError("bad file")})
+    run_pipeline(meeting_id, db=db, transcriber=transcriber,
+                 diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
+    assert {who for who, *_ in phrases(db, meeting_id)} == {"Speaker 2", "Speaker 3"}
+
+
+def test_speakers_of_a_replaced_recording_leave_the_meeting(db: Database) -> None:
+    from heard.store.meetings import get_meeting
+
+    meeting_id = meeting(db, names=())
+    run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
+                 diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
+    assert set(get_meeting(db, meeting_id).participants) == {"call", "Speaker 1", "Speaker 2"}
+    upload_track(db, track_of(db, meeting_id, "call", ""), "call2.wav")
+    run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call2.wav": CALL}),
+                 diarizer=FakeDiarizer({"call2.wav": [(0.0, 12.0, 0)]}))  # fmt: skip
+    assert set(get_meeting(db, meeting_id).participants) == {"call", "Speaker 1"}
+
+
+def test_a_recording_may_be_named_after_one_of_its_speakers(db: Database) -> None:
+    spec = TrackSpec("ana", "call.wav", speakers="2", speaker_names=("ana", "bob"))
+    meeting_id = str(create_meeting(db, title="call", started_at=T0, tracks=[spec]))
+    run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
+                 diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
+    assert {who for who, *_ in phrases(db, meeting_id)} == {"ana", "bob"}

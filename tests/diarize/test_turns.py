@@ -51,3 +51,16 @@ def test_a_word_far_from_any_turn_stays_with_the_speaker_before_it() -> None:
     seg = Segment(0.0, 9.0, "a b", (Word(0.0, 1.0, "a"), Word(8.0, 9.0, "b")))
     d = Diarization((SpeakerTurn(0.0, 1.0, 1), SpeakerTurn(20.0, 21.0, 0)), 2)
     assert [s.text for s in split_words([seg], d)[1]] == ["a b"]
+
+
+def test_a_word_inside_a_long_turn_after_many_short_ones_is_that_turns() -> None:
+    blips = [SpeakerTurn(1.0 + i, 1.1 + i, 1) for i in range(70)]  # 70 back-channels
+    d = Diarization((SpeakerTurn(0.0, 100.0, 0), *blips), 2)
+    word = Segment(80.2, 80.9, "w", (Word(80.2, 80.9, "w"),))
+    assert list(split_words([word], d)) == [0]
+
+
+def test_a_segment_of_one_speaker_keeps_the_recognizers_text() -> None:
+    seg = Segment(0.0, 1.0, "今日は", (Word(0.0, 0.5, "今日"), Word(0.5, 1.0, "は")))
+    d = Diarization((SpeakerTurn(0.0, 1.0, 0),), 1)
+    assert split_words([seg], d)[0][0].text == "今日は"

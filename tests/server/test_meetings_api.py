@@ -267,7 +267,7 @@ def test_a_mixed_recording_uploaded_becomes_its_speakers(  # type: ignore[no-unt
     assert [(p["participant"], p["text"]) for p in phrases] == [("ana", "hello"), ("bob", "hi")]
 
 
-@pytest.mark.parametrize("speakers", [0, 17, "many", True, -2])
+@pytest.mark.parametrize("speakers", [0, 17, "many", True, -2, 2.0, "\u00b2"])
 def test_a_bad_speaker_count_is_a_422(server, speakers: object) -> None:  # type: ignore[no-untyped-def]
     client, alice, _ = server
     answer = client.post(

@@ -33,17 +33,28 @@ FormatOption = Annotated[
 
 
 def parse_track(arg: str) -> TrackSpec:
-    """``NAME=PATH[#left|#right][@OFFSET]``; OFFSET in seconds or ``M:SS``. A plain ``PATH``
-    (no ``NAME=``) is a recording of several people, to diarize: named after its file."""
-    name, sep, rest = arg.partition("=")
-    if not sep and arg.strip():
-        from dataclasses import replace
+    """``NAME=PATH[#left|#right][@OFFSET]``; OFFSET in seconds or ``M:SS``. A plain
+    ``PATH[#left|#right][@OFFSET]`` (no ``NAME=``, or a file that exists by the whole name) is
+    a recording of several people, to diarize: named after its file."""
+    from heard.store.meetings import TrackSpec
 
-        path = arg.rpartition("@")[0] if "@" in arg else arg
-        path = path.rpartition("#")[0] if "#" in path else path
-        return replace(parse_track(f"{Path(path).stem or 'recording'}={arg}"), speakers="auto")
-    if not sep or not name.strip() or not rest:
+    whole = Path(arg).expanduser()
+    if "=" not in arg or whole.is_file():
+        if whole.is_file():  # its name may hold '=', '@' or '#'
+            path, offset_s, channel = str(whole.resolve()), 0.0, None
+        else:
+            path, offset_s, channel = _placed(arg, arg)
+        return TrackSpec(Path(path).stem or "recording", path, offset_s, channel, speakers="auto")
+    name, _, rest = arg.partition("=")
+    if not name.strip() or not rest:
         raise InputError(f"track {arg!r}: expected NAME=FILE[#left|#right][@OFFSET]")
+    path, offset_s, channel = _placed(arg, rest)
+    return TrackSpec(name.strip(), path, offset_s, channel)
+
+
+def _placed(arg: str, rest: str) -> tuple[str, float, int | None]:
+    """``FILE[#left|#right][@OFFSET]`` (``rest`` of the track ``arg``): the file's absolute
+    path, the offset in seconds and the channel."""
     offset_s = 0.0
     if "@" in rest:
         rest, _, offset_text = rest.rpartition("@")
@@ -60,11 +71,9 @@ def parse_track(arg: str) -> TrackSpec:
         if channel_text.lower() not in _CHANNELS:
             raise InputError(f"track {arg!r}: bad channel {channel_text!r}; expected left or right")
         rest, channel = path_text, _CHANNELS[channel_text.lower()]
-    if not rest:
+    if not rest.strip():
         raise InputError(f"track {arg!r}: no file")
-    from heard.store.meetings import TrackSpec
-
-    return TrackSpec(name.strip(), str(Path(rest).expanduser().resolve()), offset_s, channel)
+    return str(Path(rest).expanduser().resolve()), offset_s, channel
 
 
 def parse_languages(args: list[str]) -> tuple[str | None, dict[str, str]]:

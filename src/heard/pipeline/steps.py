@@ -107,7 +107,7 @@ def transcribe_claimed(
     error leaves it ``pending`` for another attempt until ``max_attempts``.
     """
     try:
-        who = None if claim.speakers is None else diarize_claimed(db, claim, diarizer)
+        who = None if claim.speakers is None else diarize_claimed(db, claim, diarizer, on_progress)
         heard = transcriber.transcribe(
             claim.location, channel=claim.channel, language=claim.language,
             on_progress=on_progress,
@@ -135,7 +135,10 @@ def transcribe_claimed(
 
 
 def diarize_claimed(
-    db: Database, claim: ClaimedTrack, diarizer: Diarizer | Callable[[], Diarizer] | None
+    db: Database,
+    claim: ClaimedTrack,
+    diarizer: Diarizer | Callable[[], Diarizer] | None,
+    on_progress: ProgressCallback | None = None,
 ) -> Diarization:
     """Who spoke when in the claimed recording: what an earlier attempt kept, else the
     diarizer's answer, kept on the track before transcription starts (``diarizer`` may be a
@@ -147,8 +150,9 @@ def diarize_claimed(
     if not isinstance(diarizer, Diarizer):
         diarizer = diarizer()
     found = diarizer.diarize(
-        claim.location, channel=claim.channel, speakers=speaker_count(claim.speakers or AUTO)
-    )
+        claim.location, channel=claim.channel, speakers=speaker_count(claim.speakers or AUTO),
+        on_progress=on_progress,  # the progress bar, and a look at a shutdown
+    )  # fmt: skip
     record_diarization(db, claim, found.to_json())
     return found
 

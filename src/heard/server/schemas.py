@@ -83,6 +83,12 @@ Language = Annotated[Text | None, AfterValidator(_language)]
 """An ISO 639-1 code Whisper knows (``es``); None or ``auto``: detected."""
 
 
+def _whole_or_auto(value: object) -> object:
+    if isinstance(value, bool | float):
+        raise ValueError("expected auto or a whole number of speakers")
+    return value
+
+
 def _speakers(value: str | int | None) -> str | None:
     if value is None:
         return None
@@ -105,9 +111,9 @@ class ParticipantIn(_Strict):
     )
     language: Language = Field(default=None, max_length=16)
     """The language the participant speaks; unset: detected by a multilingual model."""
-    speakers: Annotated[str | int | None, BeforeValidator(_not_bool), AfterValidator(_speakers)] = (
-        None
-    )
+    speakers: Annotated[
+        str | int | None, BeforeValidator(_whole_or_auto), AfterValidator(_speakers)
+    ] = None
     """Set for a recording of several people (a call, a room): ``auto`` or how many speak;
     its speakers become the meeting's participants. Unset: this participant's own track."""
     names: list[ParticipantName] = Field(default=[], max_length=16)

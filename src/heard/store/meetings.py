@@ -60,7 +60,8 @@ class TrackSpec:
     """None: one participant's own track. ``auto`` or a number (``heard.diarize``): a recording
     of several people, whose speakers become the meeting's participants."""
     speaker_names: tuple[str, ...] = ()
-    """Their names, in the order they are first heard (the rest are ``<participant> N``)."""
+    """Their names, in the order they are first heard (the rest are ``Speaker N``, or
+    ``<participant> speaker N`` in a meeting with several such recordings)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,20 +134,27 @@ def _check_speakers(t: TrackSpec, name: str, seen: set[str]) -> None:
     """A diarized track's speaker count and names are valid and its names are unique."""
     if t.speakers is None:
         if t.speaker_names:
-            raise InputError(f"track {name!r}: speaker names need --speakers (a mixed recording)")
+            raise InputError(
+                f"track {name!r}: speaker names are for a recording of several people; "
+                "give its number of speakers too"
+            )
         return
     from heard.diarize import check_speakers, speaker_count
 
     count = speaker_count(check_speakers(t.speakers))
     if count is not None and len(t.speaker_names) > count:
         raise InputError(f"track {name!r}: {len(t.speaker_names)} names for {count} speakers")
+    own = name.casefold()  # the recording's own name may be one of its speakers'
     for speaker in t.speaker_names:
         problem = name_problem(speaker) or ("'/' is not allowed" if "/" in speaker else None)
         if not speaker.strip() or problem:
             raise InputError(f"speaker name {speaker!r}: {problem or 'empty'}")
-        if speaker.strip().casefold() in seen:
+        folded = speaker.strip().casefold()
+        if folded in seen and folded != own:
             raise InputError(f"participant {speaker!r} is named twice; names must be unique")
-        seen.add(speaker.strip().casefold())
+        if folded == own:
+            own = ""  # once
+        seen.add(folded)
 
 
 def create_meeting(

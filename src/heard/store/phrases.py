@@ -52,24 +52,32 @@ def segments_from_json(data: list[dict[str, Any]]) -> list[Segment]:
 def _speakers(track: AudioTrack, name: str, mixed: int, taken: set[str]) -> dict[str, Track]:
     """A diarized recording's segments per speaker, each under their participant name: the
     names the user gave, in the order the speakers are first heard, then ``Speaker N`` (or
-    ``<track> speaker N`` when the meeting has several such recordings or the name is
-    taken)."""
+    ``<track> speaker N`` when the meeting has several such recordings), the number moved on
+    past any name ``taken`` (casefolded) or given. ``taken`` gains the names used."""
     from heard.diarize import speaker_labels
 
     rows = track.segments or []
     count = max((int(r.get("speaker", 0)) for r in rows), default=-1) + 1
-    fallback = "Speaker" if mixed == 1 else f"{name} speaker"
-    labels = speaker_labels(track.speaker_names or (), count, fallback)
-    taken_folded = {t.casefold() for t in taken}
+    fallback = "Speaker" if mixed == 1 else f"{name[:150]} speaker"
+    labels = speaker_labels(track.speaker_names or (), count, fallback, taken)
     out: dict[str, Track] = {}
     for k, label in enumerate(labels):
         mine = [r for r in rows if int(r.get("speaker", 0)) == k]
-        if not mine:
-            continue
-        if label.casefold() in taken_folded:
-            label = f"{name} {label}"
-        out[label] = Track(segments_from_json(mine), track.offset_s)
+        if mine:
+            out[label] = Track(segments_from_json(mine), track.offset_s)
     return out
+
+
+def _drop_unheard_speakers(s: Session, meeting_id: uuid.UUID) -> None:
+    """Participants made for speakers of an earlier diarization that no phrase names now
+    (the recording was replaced): gone, as they were never heard in this one."""
+    s.execute(
+        delete(Participant).where(
+            Participant.meeting_id == meeting_id,
+            Participant.id.not_in(select(AudioTrack.participant_id)),
+            Participant.id.not_in(select(Phrase.participant_id)),
+        )
+    )
 
 
 def _participant_id(s: Session, meeting_id: uuid.UUID, name: str) -> uuid.UUID:
@@ -116,10 +124,11 @@ def build_meeting(
             for t, name in rows
             if t.status is TrackStatus.DONE and t.speakers is None
         }
+        taken = {name.casefold() for t, name in rows if t.speakers is None}
+        mixed = sum(1 for t, _ in rows if t.speakers is not None)
         for t, name in rows:
             if t.status is TrackStatus.DONE and t.speakers is not None:
-                mixed = sum(1 for r, _ in rows if r.speakers is not None)
-                for label, track in _speakers(t, name, mixed, set(tracks)).items():
+                for label, track in _speakers(t, name, mixed, taken).items():
                     tracks[label] = track
                     ids[label] = _participant_id(s, meeting_id, label)
         drafts = build_phrases(tracks, interjection_threshold_s=interjection_threshold_s)
@@ -136,6 +145,8 @@ def build_meeting(
             )
             for i, d in enumerate(drafts)
         )
+        s.flush()
+        _drop_unheard_speakers(s, meeting_id)
         if not failed:
             meeting.status = MeetingStatus.COMPLETE
         elif len(failed) == len(rows):
