@@ -21,6 +21,7 @@ NUL = f"{SECRET}\\u0000"
 SURROGATE = f"{SECRET}\\ud800"
 MEETING = '{"title": "%s", "participants": [{"name": "%s", "offset_s": %s}]}'
 LANGUAGE = '{"title": "t", "participants": [{"name": "ana", "language": "%s"}]}'
+SPEAKERS = '{"title": "t", "participants": [{"name": "call", "speakers": %s, "names": [%s]}]}'
 UTTERANCE = '{"utterances": [{"id": "%s", "speaker": "%s", "text": "%s"}]}'
 
 # (name, method, path, raw JSON body, the field the 422 names)
@@ -30,6 +31,12 @@ CASES = [
      ["body", "title"]),
     ("participant NUL", "POST", "/v1/meetings", MEETING % ("t", NUL, "0"),
      ["body", "participants", 0, "name"]),
+    ("speakers NUL", "POST", "/v1/meetings", SPEAKERS % (f'"{NUL}"', '"ana"'),
+     ["body", "participants", 0, "speakers"]),
+    ("speaker name NUL", "POST", "/v1/meetings", SPEAKERS % ('"auto"', f'"a{NUL}"'),
+     ["body", "participants", 0, "names", 0]),
+    ("speaker name bidi", "POST", "/v1/meetings", SPEAKERS % ('"2"', f'"{SECRET}\\u202e"'),
+     ["body", "participants", 0, "names", 0]),
     ("language NUL", "POST", "/v1/meetings", LANGUAGE % NUL,
      ["body", "participants", 0, "language"]),
     ("language surrogate", "POST", "/v1/meetings", LANGUAGE % SURROGATE,
