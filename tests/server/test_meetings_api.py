@@ -277,3 +277,27 @@ def test_a_bad_speaker_count_is_a_422(server, speakers: object) -> None:  # type
     )
     assert answer.status_code == 422, answer.text
     assert "speakers" in answer.text
+
+
+def test_a_server_that_cannot_diarize_refuses_a_mixed_recording_at_once(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heard.errors import MissingDependencyError
+
+    def missing(package: str) -> Path:
+        raise MissingDependencyError(f"diarization needs the package {package!r}: pip install "
+                                     "'heard[diarize]'")  # fmt: skip
+
+    monkeypatch.setattr("heard.diarize.onnx._package_dir", missing)
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=FakeTranscriber({})))
+    _, token = add_user(db, "ana")
+    with TestClient(app) as client:
+        answer = client.post(
+            "/v1/meetings",
+            json={"title": "call", "participants": [{"name": "call", "speakers": "auto"}]},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert answer.status_code == 503, answer.text
+        assert "heard[diarize]" in answer.text
+        listed = client.get("/v1/meetings", headers={"Authorization": f"Bearer {token}"})
+        assert listed.json() == []

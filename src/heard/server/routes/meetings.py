@@ -140,6 +140,11 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
 @router.post("", status_code=201, response_model=MeetingOut, responses=BAD)
 def create(body: MeetingIn, user: Caller, settings: Settings) -> MeetingOut:
     """Create a meeting whose participants' tracks are still to be uploaded."""
+    here = settings.transcriber is not None and not settings.queue
+    if here and any(p.speakers is not None for p in body.participants):
+        from heard.diarize.onnx import model_files
+
+        model_files()  # a 503 naming heard[diarize] when this server cannot diarize
     specs = [
         TrackSpec(
             p.name,
