@@ -146,3 +146,24 @@ def test_one_bad_buffer_fails_only_its_own_stream() -> None:
     assert isinstance(got[7], ValueError)
     assert service.decode("en", [Request(jobs[0])])[0][0].text == "5 samples", "still serving"
     service.close()
+
+
+def test_a_failed_round_gives_the_bad_buffer_alone_its_error() -> None:
+    """The same, with the three in one round for certain (above, the threads may race into
+    separate rounds): the buffer after the bad one still gets its reading."""
+    from heard.asr.service import _Job
+
+    class Direct:
+        def decode(self, language: str, requests: list[Request]) -> list[list[Segment]]:
+            if any(len(r.audio) == 7 for r in requests):
+                raise ValueError("a bad buffer")
+            return [[Segment(0.0, 1.0, f"{len(r.audio)} samples")] for r in requests]
+
+    service = DecodeService(load_model(WhisperOptions()), workers=1)
+    service.direct = Direct()  # type: ignore[assignment]
+    jobs = [_Job("en", Request(np.zeros(n, dtype=np.float32))) for n in (5, 7, 9)]
+    service._round(jobs)
+    assert jobs[0].done.result()[0].text == "5 samples"
+    assert isinstance(jobs[1].done.exception(), ValueError)
+    assert jobs[2].done.result()[0].text == "9 samples"
+    service.close()

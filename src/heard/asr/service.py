@@ -197,7 +197,10 @@ class DecodeService:
             if len(jobs) == 1:
                 raise
             for job in jobs:  # alone, each gets its own reading or its own error
-                self._decode(language, [job])
+                try:
+                    self._decode(language, [job])
+                except Exception as e:  # noqa: BLE001 - the stream's own error, given to it
+                    job.done.set_exception(e)
             return
         for job, segments in zip(jobs, found, strict=True):
             job.done.set_result(segments)
