@@ -115,18 +115,22 @@ def test_only_a_repeat_that_runs_to_the_end_is_a_loop() -> None:
     assert _unlooped([1, 1, 1, 1]) == [1, 1, 1, 1], "a word said again is not a run"
 
 
+class _SevenFails:
+    """A decoder that reads each buffer as its length, and fails any round holding one of
+    7 samples."""
+
+    def decode(self, language: str, requests: list[Request]) -> list[list[Segment]]:
+        if any(len(r.audio) == 7 for r in requests):
+            raise ValueError("a bad buffer")
+        return [[Segment(0.0, 1.0, f"{len(r.audio)} samples")] for r in requests]
+
+
 def test_one_bad_buffer_fails_only_its_own_stream() -> None:
     """A round that raises is decoded again one buffer at a time: the others get their
     readings, the bad one its error, and the worker lives on."""
 
-    class Direct:
-        def decode(self, language: str, requests: list[Request]) -> list[list[Segment]]:
-            if any(len(r.audio) == 7 for r in requests):
-                raise ValueError("a bad buffer")
-            return [[Segment(0.0, 1.0, f"{len(r.audio)} samples")] for r in requests]
-
     service = DecodeService(load_model(WhisperOptions()), workers=1)
-    service.direct = Direct()  # type: ignore[assignment]
+    service.direct = _SevenFails()  # type: ignore[assignment]
     jobs = [np.zeros(n, dtype=np.float32) for n in (5, 7, 9)]
     got: dict[int, object] = {}
 
@@ -153,14 +157,8 @@ def test_a_failed_round_gives_the_bad_buffer_alone_its_error() -> None:
     separate rounds): the buffer after the bad one still gets its reading."""
     from heard.asr.service import _Job
 
-    class Direct:
-        def decode(self, language: str, requests: list[Request]) -> list[list[Segment]]:
-            if any(len(r.audio) == 7 for r in requests):
-                raise ValueError("a bad buffer")
-            return [[Segment(0.0, 1.0, f"{len(r.audio)} samples")] for r in requests]
-
     service = DecodeService(load_model(WhisperOptions()), workers=1)
-    service.direct = Direct()  # type: ignore[assignment]
+    service.direct = _SevenFails()  # type: ignore[assignment]
     jobs = [_Job("en", Request(np.zeros(n, dtype=np.float32))) for n in (5, 7, 9)]
     service._round(jobs)
     assert jobs[0].done.result()[0].text == "5 samples"

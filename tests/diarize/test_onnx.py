@@ -28,16 +28,10 @@ def diarizer() -> OnnxDiarizer:
 
 def der(truth: list[tuple[float, float, str]], found: list[tuple[float, float, str]],
         duration_s: float) -> float:  # fmt: skip
-    from pyannote.core import Annotation, Segment
-    from pyannote.metrics.diarization import DiarizationErrorRate
+    """bench/diarize.py's DER (pyannote.metrics, collar 0.25 s, overlap scored)."""
+    from tests.bench.test_benchmarks import load
 
-    ref, hyp = Annotation(), Annotation()
-    for i, (a, b, k) in enumerate(truth):
-        ref[Segment(a, b), i] = k
-    for i, (a, b, k) in enumerate(found):
-        hyp[Segment(a, b), i] = k
-    metric = DiarizationErrorRate(collar=0.25, skip_overlap=False)
-    return float(metric(ref, hyp, uem=Segment(0, duration_s)))
+    return float(load("diarize").der(truth, found, duration_s))
 
 
 def test_features_are_librosas() -> None:
