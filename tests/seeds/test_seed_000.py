@@ -16,6 +16,7 @@ from heard.transcript.guard import GenerationGuard
 from heard.transcript.signals import Signals
 from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.turns import TurnId
+from tests.transcript.helpers import consider
 
 
 def reading(stable: str, *, unstable: str = "", final: bool = False) -> Hypothesis:
@@ -144,11 +145,11 @@ def test_the_gate_debounces_rapid_revisions() -> None:
     decides.
     """
     gate = SpeculationGate(GateConfig())
-    assert gate.consider(reading("what should we eat for dinner"), 0) is GateDecision.FIRE
+    assert consider(gate, reading("what should we eat for dinner"), 0) is GateDecision.FIRE
 
     second = reading("what should we eat for dinner tonight with Rhea and Kushal nearby")
-    assert gate.consider(second, 50) is GateDecision.DEBOUNCED
-    assert gate.consider(second, 400) is GateDecision.FIRE
+    assert consider(gate, second, 50) is GateDecision.DEBOUNCED
+    assert consider(gate, second, 400) is GateDecision.FIRE
     assert gate.last_query_tokens == ("eat", "dinner", "tonight", "rhea", "kushal", "nearby")
 
 
@@ -161,17 +162,17 @@ def test_the_gate_ignores_revisions_that_add_nothing() -> None:
     two ("tonight", "downtown") fire.
     """
     gate = SpeculationGate(GateConfig())
-    assert gate.consider(reading("what should we eat for dinner"), 0) is GateDecision.FIRE
+    assert consider(gate, reading("what should we eat for dinner"), 0) is GateDecision.FIRE
     assert (
-        gate.consider(reading("what should we eat for dinner now"), 5_000)
+        consider(gate, reading("what should we eat for dinner now"), 5_000)
         is GateDecision.INSUFFICIENT_NEW_CONTENT
     )
     assert (
-        gate.consider(reading("what should we eat for dinner tonight"), 10_000)
+        consider(gate, reading("what should we eat for dinner tonight"), 10_000)
         is GateDecision.INSUFFICIENT_NEW_CONTENT
     )
     assert (
-        gate.consider(reading("what should we eat for dinner tonight downtown"), 15_000)
+        consider(gate, reading("what should we eat for dinner tonight downtown"), 15_000)
         is GateDecision.FIRE
     )
 
@@ -189,18 +190,18 @@ def test_a_strong_signal_or_a_final_transcript_bypasses_both_gates() -> None:
     gate = SpeculationGate(GateConfig())
     h = reading("tell me about Rhea")
     rhea = Signals(entities=("Rhea",))
-    assert gate.consider(h, 0) is GateDecision.FIRE
-    assert gate.consider(h, 1) is GateDecision.DEBOUNCED
-    assert gate.consider(h, 1, rhea) is GateDecision.FIRE_SIGNAL
+    assert consider(gate, h, 0) is GateDecision.FIRE
+    assert consider(gate, h, 1) is GateDecision.DEBOUNCED
+    assert consider(gate, h, 1, rhea) is GateDecision.FIRE_SIGNAL
     # heard: the signal has been acted on, so it no longer bypasses the debounce...
-    assert gate.consider(h, 2, rhea) is GateDecision.DEBOUNCED
+    assert consider(gate, h, 2, rhea) is GateDecision.DEBOUNCED
     # ...nor, outside the window, the new-content minimum; a new recall phrase does, for both.
-    assert gate.consider(h, 5_000, rhea) is GateDecision.INSUFFICIENT_NEW_CONTENT
+    assert consider(gate, h, 5_000, rhea) is GateDecision.INSUFFICIENT_NEW_CONTENT
     recall = Signals(entities=("Rhea",), recall_phrases=("do you remember",))
-    assert gate.consider(h, 5_000, recall) is GateDecision.FIRE_SIGNAL
+    assert consider(gate, h, 5_000, recall) is GateDecision.FIRE_SIGNAL
 
     finalised = reading("tell me about Rhea", final=True)
-    assert gate.consider(finalised, 5_001) is GateDecision.FIRE_FINAL
+    assert consider(gate, finalised, 5_001) is GateDecision.FIRE_FINAL
 
 
 def test_nothing_stable_yet_means_nothing_to_speculate_on() -> None:
@@ -213,18 +214,18 @@ def test_nothing_stable_yet_means_nothing_to_speculate_on() -> None:
     new-content minimum instead.
     """
     gate = SpeculationGate(GateConfig())
-    assert gate.consider(reading("", unstable="wha"), 0) is GateDecision.NOTHING_STABLE
+    assert consider(gate, reading("", unstable="wha"), 0) is GateDecision.NOTHING_STABLE
     # heard: an empty final has nothing to speculate on either (the seed would fire).
-    assert gate.consider(reading("", final=True), 1) is GateDecision.NOTHING_STABLE
+    assert consider(gate, reading("", final=True), 1) is GateDecision.NOTHING_STABLE
 
     # The same through the accumulator: a first partial has no stable words.
     acc = TranscriptAccumulator(TurnId("user", 1))
     h = acc.push_partial("wha")
     assert (h.stable_prefix, h.unstable_suffix, h.stable_word_count) == ("", "wha", 0)
-    assert gate.consider(h, 10_000) is GateDecision.NOTHING_STABLE
+    assert consider(gate, h, 10_000) is GateDecision.NOTHING_STABLE
     assert gate.last_query_tokens == ()
 
     # heard: a stable prefix of punctuation only has stable words but no content tokens.
     dashes = reading("\u2014 \u2026")
     assert dashes.stable_word_count == 2
-    assert gate.consider(dashes, 20_000) is GateDecision.INSUFFICIENT_NEW_CONTENT
+    assert consider(gate, dashes, 20_000) is GateDecision.INSUFFICIENT_NEW_CONTENT

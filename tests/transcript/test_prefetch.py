@@ -87,8 +87,10 @@ def made(
         TurnId("ana", 1), tuple(stable.split()), tuple(unstable.split()), 1, False,
         contradiction=contradiction, repeated=repeated,
     )  # fmt: skip
+    query = tuple(content_tokens(stable))
+    pause = tuple(content_tokens(unstable)) if repeated and not contradiction else ()
     return TranscriptStep(t_ms, "ana", TurnId("ana", 1), EventKind.PARTIAL, hypothesis, decision,
-                          NO_SIGNALS)  # fmt: skip
+                          NO_SIGNALS, query, pause)  # fmt: skip
 
 
 def test_a_plain_firing_waits_out_the_debounce_and_a_new_signal_does_not() -> None:

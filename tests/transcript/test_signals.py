@@ -46,4 +46,4 @@ def test_entities_can_be_added_later_and_listed_plainly() -> None:
 
 def test_signal_keys_distinguish_kinds() -> None:
     s = Signals(entities=("remember",), recall_phrases=("remember",))
-    assert s.keys() == {"entity:remember", "recall:remember"}
+    assert s.keys == {"entity:remember", "recall:remember"}

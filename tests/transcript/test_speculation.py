@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.transcript.helpers import consider
 
 from heard.transcript.accumulator import Hypothesis
 from heard.transcript.signals import Signals
@@ -21,60 +22,60 @@ def hyp(stable: str, *, final: bool = False) -> Hypothesis:
 
 def test_rapid_revisions_are_debounced_then_fire() -> None:
     gate = SpeculationGate(GateConfig(debounce_ms=300))
-    assert gate.consider(hyp("where should we eat dinner"), 0) is GateDecision.FIRE
+    assert consider(gate, hyp("where should we eat dinner"), 0) is GateDecision.FIRE
     longer = hyp("where should we eat dinner tonight with Rhea and Kushal")
-    assert gate.consider(longer, 50) is GateDecision.DEBOUNCED
-    assert gate.consider(longer, 299) is GateDecision.DEBOUNCED
-    assert gate.consider(longer, 300) is GateDecision.FIRE
+    assert consider(gate, longer, 50) is GateDecision.DEBOUNCED
+    assert consider(gate, longer, 299) is GateDecision.DEBOUNCED
+    assert consider(gate, longer, 300) is GateDecision.FIRE
 
 
 def test_revisions_that_add_too_little_content_do_not_fire() -> None:
     gate = SpeculationGate(GateConfig(min_new_content_tokens=2))
-    assert gate.consider(hyp("where should we eat dinner"), 0) is GateDecision.FIRE
+    assert consider(gate, hyp("where should we eat dinner"), 0) is GateDecision.FIRE
     # "now" and "for us" are stopwords, "Friday" is one new content token
     assert (
-        gate.consider(hyp("where should we eat dinner now for us Friday"), 5_000)
+        consider(gate, hyp("where should we eat dinner now for us Friday"), 5_000)
         is GateDecision.INSUFFICIENT_NEW_CONTENT
     )
-    assert gate.consider(hyp("where should we eat dinner Friday with Rhea"), 5_000).fires
+    assert consider(gate, hyp("where should we eat dinner Friday with Rhea"), 5_000).fires
 
 
 def test_a_first_fire_needs_the_minimum_too() -> None:
     gate = SpeculationGate(GateConfig(min_new_content_tokens=2))
-    assert gate.consider(hyp("and so"), 0) is GateDecision.INSUFFICIENT_NEW_CONTENT
-    assert gate.consider(hyp("and so the Tokyo"), 1000) is GateDecision.INSUFFICIENT_NEW_CONTENT
-    assert gate.consider(hyp("and so the Tokyo office"), 2000) is GateDecision.FIRE
+    assert consider(gate, hyp("and so"), 0) is GateDecision.INSUFFICIENT_NEW_CONTENT
+    assert consider(gate, hyp("and so the Tokyo"), 1000) is GateDecision.INSUFFICIENT_NEW_CONTENT
+    assert consider(gate, hyp("and so the Tokyo office"), 2000) is GateDecision.FIRE
 
 
 def test_nothing_stable_means_nothing_to_speculate_on() -> None:
     gate = SpeculationGate()
-    assert gate.consider(hyp(""), 0) is GateDecision.NOTHING_STABLE
-    assert gate.consider(hyp("", final=True), 0) is GateDecision.NOTHING_STABLE
+    assert consider(gate, hyp(""), 0) is GateDecision.NOTHING_STABLE
+    assert consider(gate, hyp("", final=True), 0) is GateDecision.NOTHING_STABLE
 
 
 def test_a_final_bypasses_debounce_and_new_content() -> None:
     gate = SpeculationGate()
-    assert gate.consider(hyp("tell me about Rhea"), 0).fires
-    assert gate.consider(hyp("tell me about Rhea", final=True), 1) is GateDecision.FIRE_FINAL
+    assert consider(gate, hyp("tell me about Rhea"), 0).fires
+    assert consider(gate, hyp("tell me about Rhea", final=True), 1) is GateDecision.FIRE_FINAL
 
 
 def test_a_new_strong_signal_bypasses_once() -> None:
     gate = SpeculationGate()
     rhea = Signals(entities=("Rhea",))
-    assert gate.consider(hyp("tell me about Rhea"), 0) is GateDecision.FIRE
-    assert gate.consider(hyp("tell me about Rhea"), 1, rhea) is GateDecision.FIRE_SIGNAL
+    assert consider(gate, hyp("tell me about Rhea"), 0) is GateDecision.FIRE
+    assert consider(gate, hyp("tell me about Rhea"), 1, rhea) is GateDecision.FIRE_SIGNAL
     # the same signal again is not new: the ordinary gates apply
-    assert gate.consider(hyp("tell me about Rhea"), 2, rhea) is GateDecision.DEBOUNCED
+    assert consider(gate, hyp("tell me about Rhea"), 2, rhea) is GateDecision.DEBOUNCED
     both = Signals(entities=("Rhea",), recall_phrases=("do you remember",))
-    assert gate.consider(hyp("tell me about Rhea do you"), 3, both) is GateDecision.FIRE_SIGNAL
+    assert consider(gate, hyp("tell me about Rhea do you"), 3, both) is GateDecision.FIRE_SIGNAL
 
 
 def test_reset_forgets_the_previous_turn() -> None:
     gate = SpeculationGate()
     rhea = Signals(entities=("Rhea",))
-    assert gate.consider(hyp("tell me about Rhea"), 0, rhea).fires
+    assert consider(gate, hyp("tell me about Rhea"), 0, rhea).fires
     gate.reset()
-    assert gate.consider(hyp("tell me about Rhea"), 1, rhea) is GateDecision.FIRE_SIGNAL
+    assert consider(gate, hyp("tell me about Rhea"), 1, rhea) is GateDecision.FIRE_SIGNAL
     assert gate.last_query_tokens == ("tell", "rhea")
 
 
@@ -103,7 +104,7 @@ def test_never_fires_twice_inside_the_window_without_a_final_or_new_signal(
         now += gap
         stable = stable + added
         signals = Signals(entities=(f"entity{now}",)) if signal else Signals()
-        decision = gate.consider(hyp(" ".join(stable), final=final), now, signals)
+        decision = consider(gate, hyp(" ".join(stable), final=final), now, signals)
         if decision is GateDecision.FIRE:
             assert last_fire is None or now - last_fire >= debounce_ms
             last_plain_fire = now

@@ -5,13 +5,15 @@ path calls it every ``TICK_MS`` from a timer, ``heard cadence`` between events),
 (``finish``). The live conversation, ``heard stream --captions``, the server and
 ``heard cadence`` all drive this same object, so the cadence table measures what ships.
 With a ``TranslationQueue`` every unit with words is also sent for translation, in order
-(``on_step`` and ``tick`` must then run inside the event loop).
+(``on_step`` and ``tick`` must then run inside the event loop); ``heard.release.outlet``
+sends them on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from heard.release.outlet import Outlet
 from heard.release.tracker import ReleaseConfig, ReleaseMode, ReleaseTracker, ReleaseUnit
 from heard.release.translation import TranslationQueue
 from heard.transcript.stabilizer import TranscriptStep
@@ -36,10 +38,8 @@ class Captions:
         self.mode = mode
         self.config = config
         self.translations = translations
-        self.on_unit = on_unit
+        self.outlet = Outlet(translations, on_unit)
         self.trackers: dict[str, ReleaseTracker] = {}
-        self.units: list[ReleaseUnit] = []
-        """Every unit released, in order."""
         self.now_ms = 0
         """The latest time seen (a step's, or a tick's)."""
 
@@ -55,29 +55,27 @@ class Captions:
         """A speaker's transcript moved: a revised partial, or a final."""
         self.now_ms = max(self.now_ms, step.t_ms)
         units = self.tracker(step.speaker).on_hypothesis(step.hypothesis, step.t_ms)
-        return self._out(units)
+        return self.outlet.put(units)
 
     def tick(self, t_ms: int) -> list[ReleaseUnit]:
         """Time is ``t_ms`` (the stream's time) and nothing new was heard."""
         if t_ms <= self.now_ms:
             return []
         self.now_ms = t_ms
-        return self._out([u for tracker in self.trackers.values() for u in tracker.poll(t_ms)])
+        return self.outlet.put(
+            [u for tracker in self.trackers.values() for u in tracker.poll(t_ms)]
+        )
 
     def finish(self, t_ms: int | None = None) -> list[ReleaseUnit]:
         """The stream ended: released words no final confirmed are taken back."""
         t = self.now_ms if t_ms is None else max(self.now_ms, t_ms)
-        return self._out([u for tracker in self.trackers.values() for u in tracker.finish(t)])
+        return self.outlet.put([u for tracker in self.trackers.values() for u in tracker.finish(t)])
+
+    @property
+    def units(self) -> list[ReleaseUnit]:
+        """Every unit released, in order."""
+        return self.outlet.units
 
     @property
     def escalated(self) -> bool:
         return any(t.escalated for t in self.trackers.values())
-
-    def _out(self, units: list[ReleaseUnit]) -> list[ReleaseUnit]:
-        for unit in units:
-            self.units.append(unit)
-            if self.on_unit is not None:
-                self.on_unit(unit)
-            if self.translations is not None and unit.words:
-                self.translations.submit(unit)
-        return units

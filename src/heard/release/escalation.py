@@ -16,6 +16,7 @@ times in, decisions out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from heard.release.policy import ReleaseConfig, ends_clause, punctuated
@@ -61,8 +62,34 @@ class Escalation:
 
     # -- what the tracker saw ---------------------------------------------------------------
 
+    def track(
+        self,
+        t_ms: int,
+        last_growth_ms: int | None,
+        stable: list[str] | None = None,
+        settled_at: Sequence[int | None] = (),
+        released: int = 0,
+        changed: int | None = None,
+        final: list[str] | None = None,
+    ) -> bool:
+        """One step of the tracker at ``t_ms``, its one way in: the utterance's ``final``
+        words (``on_final``: the utterance ends), or, when the settled words moved, ``stable``
+        (``changed``: where they first read otherwise, see ``on_new_reading``; the rest as
+        ``on_stable`` takes them); then, in Balanced, decide. Returns whether Balanced is
+        escalated."""
+        if final is not None:
+            self.on_final(final, t_ms)
+            return self.escalated
+        if stable is not None:
+            if changed is not None:
+                self.on_new_reading(stable, changed)
+            self.on_stable(stable, settled_at, released, t_ms)
+        if self.enabled:
+            self.decide(t_ms, last_growth_ms)
+        return self.escalated
+
     def on_stable(
-        self, stable: list[str], settled_at: list[int | None], released: int, t_ms: int
+        self, stable: list[str], settled_at: Sequence[int | None], released: int, t_ms: int
     ) -> None:
         """The utterance's settled words (``settled_at``: when each first settled) and how many
         of them are released. Boundary-free waiting runs from when the first settled word
@@ -91,7 +118,7 @@ class Escalation:
     def on_final(self, words: list[str], t_ms: int) -> None:
         """The finals are what the recognizer settled on: when one of ``bare_final_words`` or
         more holds no punctuation mark at all, or they run on for ``escalate_after_words``
-        words without one, the recognizer is not punctuating. The utterance's wait ends."""
+        words without one, the recognizer is not punctuating. The utterance ends."""
         for word in words:
             self._final_run += 1
             if punctuated(word):
@@ -110,6 +137,7 @@ class Escalation:
         self._set_clock(None, t_ms)
         if self.enabled:
             self.decide(t_ms, None)
+        self.start_utterance()
 
     # -- deciding -----------------------------------------------------------------------------
 

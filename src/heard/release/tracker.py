@@ -38,7 +38,6 @@ from heard.release.alignment import Edit, align_final, align_reading
 from heard.release.escalation import Escalation, ModeChange
 from heard.release.policy import ReleaseConfig, ends_clause, punctuated
 from heard.transcript.accumulator import Hypothesis
-from heard.transcript.words import normalized_key
 
 __all__ = [
     "RELEASE_MODES",
@@ -103,10 +102,6 @@ class ReleaseUnit:
         }  # fmt: skip
 
 
-def _keys(words: list[str]) -> list[str]:
-    return [normalized_key(w) for w in words]
-
-
 class ReleaseTracker:
     """Release units for one speaker; ``on_hypothesis`` for each step, ``poll`` as time
     passes, ``finish`` when the stream ends."""
@@ -128,15 +123,16 @@ class ReleaseTracker:
         self.confirmed = 0
         """Words of this speaker's finals so far: the caption document's settled length."""
         self._released: list[str] = []  # released since the last final (carried words first)
-        self._start_utterance(None)
+        self._start_utterance(None, [])
 
-    def _start_utterance(self, t_ms: int | None) -> None:
+    def _start_utterance(self, t_ms: int | None, keys: list[str]) -> None:
+        """A new utterance, holding the released words carried into it (``keys``: theirs)."""
         self._stable: list[str] = list(self._released)
+        self._stable_keys = keys
         self._settled_at: list[int | None] = [t_ms] * len(self._stable)
         self._wait_since: int | None = None  # when unreleased stable text first appeared
         self._heard_at: list[int] = []  # per word of the utterance: when a partial first held it
         self._last_growth_ms: int | None = None
-        self.escalation.start_utterance()
 
     @property
     def escalated(self) -> bool:
@@ -156,18 +152,19 @@ class ReleaseTracker:
 
     def on_hypothesis(self, hypothesis: Hypothesis, t_ms: int) -> list[ReleaseUnit]:
         """One step of this speaker's transcript: a revised partial, or the utterance's final."""
-        words = list(hypothesis.stable_words)
+        words, keys = list(hypothesis.stable_words), list(hypothesis.keys)
         heard = len(words) + len(hypothesis.unstable_words)
         self._heard_at += [t_ms] * (heard - len(self._heard_at))
-        if hypothesis.final:
-            return self._finalize(words, t_ms)
-        if not hypothesis.repeated or self._last_growth_ms is None:
-            self._last_growth_ms = t_ms  # the recognizer heard something new
-        units = self._follow(words, t_ms)
-        self.escalation.on_stable(self._stable, self._settled_at, len(self._released), t_ms)
-        if len(self._stable) > len(self._released) and self._wait_since is None:
-            self._wait_since = t_ms
-        return units + self._decide(t_ms)
+        final = words if hypothesis.final else None
+        if final is not None:
+            units, changed = self._finalize(final, t_ms), None
+        else:
+            if not hypothesis.repeated or self._last_growth_ms is None:
+                self._last_growth_ms = t_ms  # the recognizer heard something new
+            units, changed = self._follow(words, keys, t_ms)
+            if len(self._stable) > len(self._released) and self._wait_since is None:
+                self._wait_since = t_ms
+        return units + self._decide(t_ms, stable=final is None, changed=changed, final=final)
 
     def poll(self, t_ms: int) -> list[ReleaseUnit]:
         """Let time pass without a new hypothesis (dwell, pauses and escalation are timers)."""
@@ -180,92 +177,114 @@ class ReleaseTracker:
         unit = self._unit("", ReleaseReason.CORRECTION, t_ms, self.confirmed, len(self._released))
         self.corrections += len(self._released)
         self._released = []
-        self._start_utterance(t_ms)
+        self._start_utterance(t_ms, [])
+        self.escalation.start_utterance()
         return [unit]
 
-    def _follow(self, words: list[str], t_ms: int) -> list[ReleaseUnit]:
-        """Take the new stable prefix; where it now reads differently from released words (the
-        recognizer confirmed a new reading, or an utterance's words differ from those carried
-        into it), corrections replace just the words that differ, as at a final."""
-        released = self._released
+    def _follow(
+        self, words: list[str], keys: list[str], t_ms: int
+    ) -> tuple[list[ReleaseUnit], int | None]:
+        """Take the new stable prefix (``keys``: its words' keys, by the turn's word rule);
+        where it now reads differently from released words (the recognizer confirmed a new
+        reading, or an utterance's words differ from those carried into it), corrections replace
+        just the words that differ, as at a final. Also returns where the settled words first
+        read otherwise (None: nowhere)."""
+        released, old = self._released, self._stable_keys  # released: a prefix of the old
         n = min(len(words), len(released))
         units: list[ReleaseUnit] = []
-        if _keys(words[:n]) != _keys(released[:n]):
+        if keys[:n] != old[:n]:
             edits, end = align_reading(released, words)
             units = self._edit_units(edits, t_ms, final=False)
             self._released = list(words[:end])
         if len(words) < len(self._released):
-            words = list(self._released)  # a shorter reading: nothing new to take
-        old, settled = self._stable, self._settled_at
+            # a shorter reading: nothing new to take
+            words, keys = list(self._released), old[: len(self._released)]
+        settled = self._settled_at
         self._settled_at = [
-            settled[i]
-            if i < len(old) and normalized_key(old[i]) == normalized_key(words[i])
-            else t_ms
-            for i in range(len(words))
+            settled[i] if i < len(old) and old[i] == keys[i] else t_ms for i in range(len(words))
         ]
-        changed = next((i for i in range(min(len(old), len(words)))
-                        if normalized_key(old[i]) != normalized_key(words[i])), None)  # fmt: skip
-        if changed is not None:
-            self.escalation.on_new_reading(words, changed)
-        self._stable = words
-        return units
+        changed = next((i for i in range(min(len(old), len(keys))) if old[i] != keys[i]), None)
+        self._stable, self._stable_keys = words, keys
+        return units, changed
 
     # -- decisions ------------------------------------------------------------------------
 
-    def _decide(self, t_ms: int) -> list[ReleaseUnit]:
+    def _decide(
+        self,
+        t_ms: int,
+        *,
+        stable: bool = False,
+        changed: int | None = None,
+        final: list[str] | None = None,
+    ) -> list[ReleaseUnit]:
+        """The releases due at ``t_ms`` (none at a final); the escalation is told what
+        settled (``stable``: the stable words moved, ``changed``: where they first read
+        otherwise; ``final``: the final's words) and decides whether the timed ones go out."""
+        plan = self._plan(t_ms) if final is None else []
+        escalated = self.escalation.track(
+            t_ms,
+            self._last_growth_ms,
+            self._stable if stable else None,
+            self._settled_at,
+            len(self._released),
+            changed,
+            final,
+        )
+        units: list[ReleaseUnit] = []
+        for end, reason, timed in plan:
+            if timed and not escalated:
+                continue
+            start = len(self._released)
+            chunk = self._stable[start:end]
+            self._released += chunk
+            self._wait_since = t_ms if len(self._stable) > end else None
+            units.append(ReleaseUnit(" ".join(chunk), reason, t_ms, self.speaker, self.utterance,
+                                     self.confirmed + start, len(chunk)))  # fmt: skip
+        return units
+
+    def _plan(self, t_ms: int) -> list[tuple[int, ReleaseReason, bool]]:
+        """What would be released at ``t_ms``, in order: (end, reason, timed), ``end`` the
+        stable words released through. Balanced's ``timed`` release (the dwell, or text
+        overdue) goes out only when it is escalated. Pure."""
+        stable, config = self._stable, self.config
+        mark, since = len(self._released), self._wait_since
         if self.mode is ReleaseMode.RELAXED:
             return []
         if self.mode is ReleaseMode.LIVE:
-            return self._dwell(t_ms, self.config.dwell_ms)
-        self.escalation.decide(t_ms, self._last_growth_ms)
-        units = self._boundaries(t_ms)
-        if self.escalated:
-            units += self._dwell(t_ms, self.config.escalated_dwell_ms) or self._overdue(t_ms)
-        return units
-
-    def _boundaries(self, t_ms: int) -> list[ReleaseUnit]:
-        units: list[ReleaseUnit] = []
-        stable = self._stable
+            due = since is not None and len(stable) > mark and t_ms - since >= config.dwell_ms
+            return [(len(stable), ReleaseReason.DWELL, False)] if due else []
+        plan: list[tuple[int, ReleaseReason, bool]] = []
         # A stable word may gain its period in a later revision ("planned" -> "planned."),
         # so the scan starts at the watermark every time.
-        for i in range(len(self._released), len(stable)):
-            waiting = i + 1 - len(self._released)
-            if (ends_clause(stable[i]) and waiting >= self.config.min_unit_words) or (
-                punctuated(stable[i]) and waiting >= self.config.comma_unit_words
+        for i in range(mark, len(stable)):
+            waiting = i + 1 - mark
+            if (ends_clause(stable[i]) and waiting >= config.min_unit_words) or (
+                punctuated(stable[i]) and waiting >= config.comma_unit_words
             ):
-                units.append(self._release(i + 1, ReleaseReason.BOUNDARY, t_ms))
-        pause_ms = self.config.pause_ms
+                plan.append((i + 1, ReleaseReason.BOUNDARY, False))
+                mark, since = i + 1, (t_ms if len(stable) > i + 1 else None)
+        pause_ms, growth = config.pause_ms, self._last_growth_ms
         if (
             pause_ms is not None
-            and self._last_growth_ms is not None
-            and t_ms - self._last_growth_ms >= pause_ms
-            and len(stable) - len(self._released) >= self.config.min_unit_words
+            and growth is not None
+            and t_ms - growth >= pause_ms
+            and len(stable) - mark >= config.min_unit_words
         ):
-            units.append(self._release(len(stable), ReleaseReason.PAUSE, t_ms))
-        return units
-
-    def _dwell(self, t_ms: int, dwell_ms: int) -> list[ReleaseUnit]:
-        if self._wait_since is None or len(self._stable) <= len(self._released):
-            return []
-        if t_ms - self._wait_since < dwell_ms:
-            return []
-        return [self._release(len(self._stable), ReleaseReason.DWELL, t_ms)]
-
-    def _overdue(self, t_ms: int) -> list[ReleaseUnit]:
-        """Settled text whose first word was heard ``escalated_overdue_ms`` ago goes out now."""
-        overdue_ms, start = self.config.escalated_overdue_ms, len(self._released)
-        if overdue_ms is None or len(self._stable) <= start or start >= len(self._heard_at):
-            return []
-        if t_ms - self._heard_at[start] < overdue_ms:
-            return []
-        return [self._release(len(self._stable), ReleaseReason.DWELL, t_ms)]
-
-    def _release(self, end: int, reason: ReleaseReason, t_ms: int) -> ReleaseUnit:
-        start = len(self._released)
-        chunk = self._stable[start:end]
-        self._released += chunk
-        self._wait_since = t_ms if len(self._stable) > end else None
-        return self._unit(" ".join(chunk), reason, t_ms, self.confirmed + start)
+            plan.append((len(stable), ReleaseReason.PAUSE, False))
+            mark, since = len(stable), None
+        if len(stable) > mark:
+            # escalated: settled text that waited out the dwell, or whose first word was heard
+            # ``escalated_overdue_ms`` ago (the recognizer was slow to settle it)
+            dwell = since is not None and t_ms - since >= config.escalated_dwell_ms
+            overdue_ms = config.escalated_overdue_ms
+            overdue = (
+                overdue_ms is not None
+                and mark < len(self._heard_at)
+                and t_ms - self._heard_at[mark] >= overdue_ms
+            )
+            if dwell or overdue:
+                plan.append((len(stable), ReleaseReason.DWELL, True))
+        return plan
 
     def _unit(
         self, text: str, reason: ReleaseReason, t_ms: int, position: int, replaces: int = 0
@@ -291,13 +310,12 @@ class ReleaseTracker:
 
     def _finalize(self, words: list[str], t_ms: int) -> list[ReleaseUnit]:
         """Settle the utterance on its final: correct, insert, carry (see the module doc)."""
-        self.escalation.on_final(words, t_ms)
         alignment = align_final(self._released, words)
         units = self._edit_units(alignment.edits, t_ms, final=True)
-        self._released = (
-            self._released[len(self._released) - alignment.carried :] if alignment.carried else []
-        )
+        carried, released = alignment.carried, len(self._released)
+        self._released = self._released[released - carried :] if carried else []
+        keys = self._stable_keys[released - carried : released] if carried else []
         self.confirmed += len(words)
         self.utterance += 1
-        self._start_utterance(t_ms)
+        self._start_utterance(t_ms, keys)
         return units

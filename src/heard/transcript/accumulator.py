@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from heard.errors import TurnStateError
 from heard.transcript.turns import TurnId
-from heard.transcript.words import WORD_MATCHERS, WordKey
+from heard.transcript.words import WORD_MATCHERS, WordKey, normalized_key
 
 __all__ = ["Hypothesis", "TranscriptAccumulator"]
 
@@ -50,6 +50,20 @@ class Hypothesis:
     repeated: bool = False
     """This partial's words are the previous partial's, word for word (by the turn's word
     rule): the recognizer heard nothing new since. A pause, as the transcript tells it."""
+    stable_keys: tuple[str, ...] | None = None
+    """The stable words' keys by the turn's word rule, as the accumulator compared them:
+    nobody downstream keys them again (None, in a hypothesis built by hand: they are then the
+    ``normalized`` keys)."""
+
+    def __post_init__(self) -> None:
+        if self.stable_keys is None:
+            object.__setattr__(self, "stable_keys", tuple(map(normalized_key, self.stable_words)))
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """``stable_keys``, never None."""
+        assert self.stable_keys is not None
+        return self.stable_keys
 
     @property
     def stable_prefix(self) -> str:
@@ -152,6 +166,7 @@ class TranscriptAccumulator:
             contradiction=not agrees,
             revised=revised,
             repeated=repeated,
+            stable_keys=tuple(self._stable_keys),
         )
 
     def _agreed_after(self, keys: list[str], end: int | None) -> int:
@@ -209,6 +224,7 @@ class TranscriptAccumulator:
             unstable_words=(),
             revision=self.revisions,
             final=True,
+            stable_keys=tuple(keys),
         )
 
     @property

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from heard.transcript.speculation import GateConfig, GateDecision
 from heard.transcript.stabilizer import TranscriptStep
-from heard.transcript.tokenize import content_tokens
 
 __all__ = ["REUSE_JACCARD", "PrefetchPolicy", "Speculation", "TurnPlan", "reusable"]
 
@@ -83,9 +82,9 @@ class PrefetchPolicy:
         if decision is GateDecision.FIRE_SIGNAL or (
             decision is GateDecision.FIRE and not self.debounced(plan, step.t_ms)
         ):
-            return self._start(plan, hypothesis.stable_prefix, step.query, step, False)
+            return self._start(plan, hypothesis.stable_prefix, step.query_tokens, step, False)
         if hypothesis.repeated and not hypothesis.contradiction:
-            tokens = (*step.query, *content_tokens(hypothesis.unstable_suffix))
+            tokens = (*step.query_tokens, *step.pause_tokens)
             if not self.debounced(plan, step.t_ms) and frozenset(tokens) - plan.tokens:
                 return self._start(plan, hypothesis.text, tokens, step, True)
         return None
@@ -101,7 +100,7 @@ class PrefetchPolicy:
         reuse = (
             plan.pending
             and usable
-            and reusable(plan.tokens, frozenset(final.query), self.reuse_jaccard)
+            and reusable(plan.tokens, frozenset(final.query_tokens), self.reuse_jaccard)
         )
         if plan.pending and not reuse:
             plan.wasted += 1

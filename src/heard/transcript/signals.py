@@ -9,11 +9,18 @@ remember", "what did I tell you about", ...). Matching is on token sequences
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from heard.transcript.tokenize import tokenize
 
-__all__ = ["DEFAULT_RECALL_PHRASES", "Match", "SignalExtractor", "Signals", "resume_point"]
+__all__ = [
+    "DEFAULT_RECALL_PHRASES",
+    "Match",
+    "PrefixSignals",
+    "SignalExtractor",
+    "Signals",
+    "resume_point",
+]
 
 DEFAULT_RECALL_PHRASES: tuple[str, ...] = (
     "do you remember",
@@ -42,15 +49,16 @@ class Signals:
 
     entities: tuple[str, ...] = ()
     recall_phrases: tuple[str, ...] = ()
+    keys: frozenset[str] = field(init=False, repr=False, compare=False)
+    """One key per signal, to tell new signals from ones already acted on."""
+
+    def __post_init__(self) -> None:
+        keys = [f"entity:{e}" for e in self.entities]
+        keys += [f"recall:{p}" for p in self.recall_phrases]
+        object.__setattr__(self, "keys", frozenset(keys))
 
     def __bool__(self) -> bool:
         return bool(self.entities or self.recall_phrases)
-
-    def keys(self) -> frozenset[str]:
-        """One key per signal, to tell new signals from ones already acted on."""
-        return frozenset(
-            [f"entity:{e}" for e in self.entities] + [f"recall:{p}" for p in self.recall_phrases]
-        )
 
 
 NO_SIGNALS = Signals()
@@ -161,3 +169,33 @@ def resume_point(matches: Iterable[Match], limit: int) -> int:
         if start < point < end:
             point = start
     return point
+
+
+class PrefixSignals:
+    """The signals of a text that only grows (a turn's stable prefix), kept incrementally:
+    each ``extend`` scans only the tail where a match may have changed, and finds what a scan
+    of the whole text would (``resume_point``). ``reset`` starts a new text."""
+
+    def __init__(self, extractor: SignalExtractor) -> None:
+        self._extractor = extractor
+        self.reset()
+
+    def reset(self) -> None:
+        self.signals = NO_SIGNALS
+        self._tokens: list[str] = []
+        self._entities: list[Match] = []
+        self._phrases: list[Match] = []
+
+    def extend(self, tokens: list[str]) -> Signals:
+        """The text gained ``tokens``: its signals now."""
+        if not tokens:
+            return self.signals
+        limit = len(self._tokens) - self._extractor.longest_phrase + 1
+        self._tokens.extend(tokens)
+        # resume where both scans would stand, and replace what they found from there on
+        point = resume_point([*self._entities, *self._phrases], limit)
+        entities, phrases = self._extractor.matches(self._tokens, point)
+        self._entities = [m for m in self._entities if m.start < point] + entities
+        self._phrases = [m for m in self._phrases if m.start < point] + phrases
+        self.signals = Signals(_labels(self._entities), _labels(self._phrases))
+        return self.signals

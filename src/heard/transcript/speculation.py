@@ -29,7 +29,6 @@ from enum import StrEnum
 
 from heard.transcript.accumulator import Hypothesis
 from heard.transcript.signals import NO_SIGNALS, Signals
-from heard.transcript.tokenize import content_tokens
 
 __all__ = ["GateConfig", "GateDecision", "SpeculationGate"]
 
@@ -88,18 +87,14 @@ class SpeculationGate:
         self,
         hypothesis: Hypothesis,
         now_ms: int,
+        query_tokens: Sequence[str],
         signals: Signals = NO_SIGNALS,
-        query_tokens: Sequence[str] | None = None,
     ) -> GateDecision:
-        """Decide on ``hypothesis`` at ``now_ms``.
-
-        ``query_tokens`` are the content tokens of the stable prefix if the caller
-        already has them (``TranscriptStabilizer`` keeps them incrementally);
-        otherwise they are computed here.
-        """
+        """Decide on ``hypothesis`` at ``now_ms``; ``query_tokens`` are the content tokens of
+        its stable prefix (``TranscriptStabilizer`` keeps them incrementally)."""
         if hypothesis.stable_word_count == 0:
             return GateDecision.NOTHING_STABLE
-        new_signals = signals.keys() - self._acted_signals if signals else frozenset()
+        new_signals = signals.keys - self._acted_signals if signals else frozenset()
         if hypothesis.final:
             decision = GateDecision.FIRE_FINAL
         elif new_signals:
@@ -111,7 +106,7 @@ class SpeculationGate:
             return GateDecision.DEBOUNCED
         else:
             decision = GateDecision.FIRE
-        tokens = content_tokens(hypothesis.stable_prefix) if query_tokens is None else query_tokens
+        tokens = query_tokens
         if decision is GateDecision.FIRE:
             old = self.last_query_tokens
             if tuple(tokens[: len(old)]) == old:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from heard.transcript.accumulator import Hypothesis, TranscriptAccumulator
 from heard.transcript.events import EventKind, TranscriptEvent
-from heard.transcript.signals import NO_SIGNALS, Match, SignalExtractor, Signals, resume_point
+from heard.transcript.signals import PrefixSignals, SignalExtractor, Signals
 from heard.transcript.speculation import GateConfig, GateDecision, SpeculationGate
 from heard.transcript.tokenize import ENGLISH_STOPWORDS, content_tokens, tokenize
 from heard.transcript.turns import TurnId, TurnTracker
@@ -33,17 +33,12 @@ class TranscriptStep:
     hypothesis: Hypothesis
     decision: GateDecision
     signals: Signals
-    query_tokens: tuple[str, ...] | None = None
+    query_tokens: tuple[str, ...] = ()
     """The stable prefix's content tokens (English stopwords dropped), kept incrementally:
-    what a speculation keys on, so nobody downstream tokenizes the prefix again (None, in a
-    step built by hand: ``query`` reads them from the prefix)."""
-
-    @property
-    def query(self) -> tuple[str, ...]:
-        """``query_tokens``, or the stable prefix's content tokens when the step has none."""
-        if self.query_tokens is not None:
-            return self.query_tokens
-        return tuple(content_tokens(self.hypothesis.stable_prefix))
+    what a speculation keys on, so nobody downstream tokenizes the prefix again."""
+    pause_tokens: tuple[str, ...] = ()
+    """When the partial repeats the previous one without contradicting the stable prefix (a
+    pause may speculate on all of it): the unstable suffix's content tokens; else empty."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -96,19 +91,15 @@ class _Speaker:
 
     accumulator: TranscriptAccumulator
     gate: SpeculationGate
-    signals: Signals = NO_SIGNALS
+    signals: PrefixSignals
     stable_words: int = 0
-    tokens: list[str] = field(default_factory=list)
     query: tuple[str, ...] = ()
     """Rebuilt only when the stable prefix grows: every step hands it on as it is."""
-    entities: list[Match] = field(default_factory=list)
-    phrases: list[Match] = field(default_factory=list)
 
     def reset(self) -> None:
-        self.signals = NO_SIGNALS
+        self.signals.reset()
         self.stable_words = 0
-        self.tokens, self.query = [], ()
-        self.entities, self.phrases = [], []
+        self.query = ()
 
 
 class TranscriptStabilizer:
@@ -134,6 +125,7 @@ class TranscriptStabilizer:
             state = self._speakers[name] = _Speaker(
                 TranscriptAccumulator(word_match=self._word_match),
                 SpeculationGate(self._gate_config),
+                PrefixSignals(self._extractor),
             )
         return state
 
@@ -161,8 +153,8 @@ class TranscriptStabilizer:
         turn = self._open_turn(speaker, state)
         summary = self.summary
         if event.kind is EventKind.FINAL:
-            hypothesis = state.accumulator.finalize(event.text)
             self._turns.turn_completed(speaker)
+            hypothesis = state.accumulator.finalize(event.text)
             summary.finals += 1
             summary.finals_contradicting_stable += state.accumulator.final_contradicted
         else:
@@ -170,37 +162,26 @@ class TranscriptStabilizer:
             summary.contradictions += hypothesis.contradiction
         if hypothesis.final or hypothesis.revised:
             state.reset()
-        if hypothesis.stable_word_count != state.stable_words:
-            self._grow_stable(state, hypothesis)
-        decision = state.gate.consider(hypothesis, t_ms, state.signals, state.query)
+        # only the newly stable words are tokenized, and only the tail where a signal may
+        # have changed is scanned again
+        grown = hypothesis.stable_words[state.stable_words :]
+        new_tokens = tokenize(" ".join(grown)) if grown else []
+        pause = hypothesis.repeated and not hypothesis.contradiction
+        pause_tokens = tuple(content_tokens(hypothesis.unstable_suffix)) if pause else ()
+        state.stable_words = hypothesis.stable_word_count
+        if new_tokens:
+            state.query += tuple(t for t in new_tokens if t not in ENGLISH_STOPWORDS)
+            state.signals.extend(new_tokens)
+        signals = state.signals.signals
+        decision = state.gate.consider(hypothesis, t_ms, state.query, signals)
         summary.events += 1
         summary.revisions += 1
         summary.decisions[decision] += 1
         summary.speculations += decision.fires
         return TranscriptStep(
-            t_ms, speaker, turn, event.kind, hypothesis, decision, state.signals, state.query
-        )
-
-    def _grow_stable(self, state: _Speaker, hypothesis: Hypothesis) -> None:
-        """Tokenize only the newly stable words and rescan only the tail where a signal may
-        have changed: from the last place a full scan would visit before any new match."""
-        new_words = hypothesis.stable_words[state.stable_words :]
-        state.stable_words = hypothesis.stable_word_count
-        new_tokens = tokenize(" ".join(new_words))
-        if not new_tokens:
-            return
-        limit = len(state.tokens) - self._extractor.longest_phrase + 1
-        state.tokens.extend(new_tokens)
-        state.query += tuple(t for t in new_tokens if t not in ENGLISH_STOPWORDS)
-        # resume where both scans would stand, and replace what they found from there on
-        start = resume_point([*state.entities, *state.phrases], limit)
-        entities, phrases = self._extractor.matches(state.tokens, start)
-        state.entities = [m for m in state.entities if m.start < start] + entities
-        state.phrases = [m for m in state.phrases if m.start < start] + phrases
-        state.signals = Signals(
-            tuple(dict.fromkeys(m.label for m in state.entities)),
-            tuple(dict.fromkeys(m.label for m in state.phrases)),
-        )
+            t_ms, speaker, turn, event.kind, hypothesis, decision, signals, state.query,
+            pause_tokens,
+        )  # fmt: skip
 
     def replay(self, events: Iterable[TranscriptEvent]) -> Iterator[TranscriptStep]:
         for event in events:
