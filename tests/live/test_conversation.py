@@ -70,6 +70,23 @@ async def test_a_final_that_says_something_else_is_retrieved_again() -> None:
     assert retriever.queries[-1] == context.query
 
 
+async def test_a_speculation_cancelled_elsewhere_is_not_awaited_by_its_final() -> None:
+    """The policy decides to reuse what it started; a task somebody else cancelled cannot
+    answer, so the final retrieves again."""
+    retriever = ScriptedRetriever()
+    conv = Conversation(retriever, gate=GateConfig(debounce_ms=0, min_new_content_tokens=1))
+    t = await say(conv, 0, "what did Maya say about the Lisbon office")
+    speculation = conv.prefetcher._turns["user"].task
+    assert speculation is not None
+    speculation.cancel()
+    await asyncio.sleep(0)
+    await conv.feed(final(t, "what did Maya say about the Lisbon office"))
+    await conv.join()
+    (context,) = conv.contexts
+    assert context.source == "final"
+    assert retriever.queries[-1] == "what did Maya say about the Lisbon office"
+
+
 def test_the_reuse_rule() -> None:
     spec = frozenset({"maya", "lisbon", "office"})
     assert reusable(spec, frozenset({"maya", "lisbon", "office"}), 0.6)

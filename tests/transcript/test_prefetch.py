@@ -24,22 +24,22 @@ def steps(*events: tuple[int, str, str]) -> list[TranscriptStep]:
 
 
 def test_a_firing_speculates_on_the_stable_prefix_and_a_final_reuses_it() -> None:
-    policy, plan = PrefetchPolicy(GateConfig(debounce_ms=300)), TurnPlan(1)
+    policy, plan = PrefetchPolicy(GateConfig(debounce_ms=300)), TurnPlan()
     *partials, final = steps(
         (0, "p", "where did Rhea move"),
         (500, "p", "where did Rhea move to Lisbon"),
         (900, "f", "Where did Rhea move to, Lisbon last spring?"),
     )
-    made = [policy.on_partial(plan, s) for s in partials]
+    made = [policy.speculate(plan, s) for s in partials]
     assert made[0] is None  # "where did Rhea" holds one content word: below the minimum
     assert made[1] == Speculation("where did Rhea move", pause=False)
     assert plan.tokens == {"rhea", "move"}
-    assert not policy.on_final(plan, final, usable=True)  # 2 of 5 content words
+    assert not policy.reuse(plan, final)  # 2 of 5 content words
     assert (plan.retrievals, plan.wasted) == (2, 1)
 
 
 def test_a_repeated_partial_speculates_on_all_of_it_outside_the_debounce() -> None:
-    policy, plan = PrefetchPolicy(GateConfig(debounce_ms=300)), TurnPlan(1)
+    policy, plan = PrefetchPolicy(GateConfig(debounce_ms=300)), TurnPlan()
     first, second, again, later, final = steps(
         (0, "p", "book a table"),
         (400, "p", "book a table for Rhea"),
@@ -47,29 +47,51 @@ def test_a_repeated_partial_speculates_on_all_of_it_outside_the_debounce() -> No
         (900, "p", "book a table for Rhea"),
         (1500, "f", "book a table for Rhea"),
     )
-    assert policy.on_partial(plan, first) is None  # nothing stable yet
-    assert policy.on_partial(plan, second) == Speculation("book a table", pause=False)
+    assert policy.speculate(plan, first) is None  # nothing stable yet
+    assert policy.speculate(plan, second) == Speculation("book a table", pause=False)
     # one new content word: the gate waits, the pause does not
-    assert policy.on_partial(plan, again) == Speculation("book a table for Rhea", pause=True)
-    assert policy.on_partial(plan, later) is None  # within the debounce, and nothing new
-    assert policy.on_final(plan, final, usable=True)
+    assert policy.speculate(plan, again) == Speculation("book a table for Rhea", pause=True)
+    assert policy.speculate(plan, later) is None  # within the debounce, and nothing new
+    assert policy.reuse(plan, final)
     assert (plan.retrievals, plan.wasted) == (2, 1)
 
 
-def test_a_cancelled_speculation_is_never_reused() -> None:
-    policy, plan = PrefetchPolicy(), TurnPlan(1)
-    plan.pending, plan.tokens, plan.retrievals = True, frozenset({"rhea", "lisbon"}), 1
+def test_a_final_without_a_pending_speculation_retrieves_again() -> None:
+    policy, plan = PrefetchPolicy(), TurnPlan()
+    plan.tokens, plan.retrievals = frozenset({"rhea", "lisbon"}), 1
     (final,) = steps((0, "f", "Rhea Lisbon"))
-    assert not policy.on_final(plan, final, usable=False)
-    assert (plan.retrievals, plan.wasted) == (2, 1)
+    assert not policy.reuse(plan, final)
+    assert (plan.retrievals, plan.wasted) == (2, 0)
+
+
+def test_on_transcript_keeps_one_plan_per_open_turn_and_a_final_closes_it() -> None:
+    policy = PrefetchPolicy(GateConfig(debounce_ms=300))
+    first, second, final, next_turn = steps(
+        (0, "p", "where did Rhea move"),
+        (500, "p", "where did Rhea move to Lisbon"),
+        (900, "f", "where did Rhea move to Lisbon"),
+        (1500, "p", "and Kushal"),
+    )
+    assert policy.on_transcript(first).speculation is None
+    decided = policy.on_transcript(second)
+    assert decided.speculation == Speculation("where did Rhea move", pause=False)
+    closing = policy.on_transcript(final)
+    assert closing.plan is decided.plan
+    assert closing.reuse  # 2 of 3 content words: enough
+    opened = policy.on_transcript(next_turn)
+    assert opened.plan is not decided.plan
+    assert opened.plan.turn == next_turn.turn_id
+    quiet = PrefetchPolicy(GateConfig(debounce_ms=300), speculate=False)
+    assert quiet.on_transcript(first).speculation is None
+    assert quiet.on_transcript(second).speculation is None
 
 
 def test_an_interrupt_drops_the_speculation_and_counts_it_only_if_it_ran() -> None:
-    plan = TurnPlan(1, pending=True, tokens=frozenset({"rhea"}), query="rhea", retrievals=1)
-    PrefetchPolicy.on_interrupt(plan, 2, running=False)
-    assert (plan.generation, plan.pending, plan.query, plan.wasted) == (2, False, "", 0)
+    plan = TurnPlan(pending=True, tokens=frozenset({"rhea"}), query="rhea", retrievals=1)
+    PrefetchPolicy.drop(plan, running=False)
+    assert (plan.pending, plan.query, plan.wasted) == (False, "", 0)
     plan.pending = True
-    PrefetchPolicy.on_interrupt(plan, 3, running=True)
+    PrefetchPolicy.drop(plan, running=True)
     assert plan.wasted == 1
 
 
@@ -94,30 +116,30 @@ def made(
 
 
 def test_a_plain_firing_waits_out_the_debounce_and_a_new_signal_does_not() -> None:
-    policy, plan = PrefetchPolicy(GateConfig(debounce_ms=300)), TurnPlan(1)
-    first = policy.on_partial(plan, made(0, "book a table for Rhea", GateDecision.FIRE))
+    policy, plan = PrefetchPolicy(GateConfig(debounce_ms=300)), TurnPlan()
+    first = policy.speculate(plan, made(0, "book a table for Rhea", GateDecision.FIRE))
     assert first == Speculation("book a table for Rhea", pause=False)
     assert (
-        policy.on_partial(plan, made(100, "book a table for Rhea tonight at", GateDecision.FIRE))
+        policy.speculate(plan, made(100, "book a table for Rhea tonight at", GateDecision.FIRE))
         is None
     )
     signal = made(150, "book a table for Rhea do you remember", GateDecision.FIRE_SIGNAL)
-    assert policy.on_partial(plan, signal) == Speculation(
+    assert policy.speculate(plan, signal) == Speculation(
         signal.hypothesis.stable_prefix, pause=False
     )
     assert (plan.retrievals, plan.wasted, plan.speculated_ms) == (2, 1, 150)
     later = made(450, "book a table for Rhea do you remember the place", GateDecision.FIRE)
-    assert policy.on_partial(plan, later) is not None  # the window has passed
+    assert policy.speculate(plan, later) is not None  # the window has passed
 
 
 def test_a_contradicted_repeat_is_no_pause() -> None:
     policy = PrefetchPolicy(GateConfig(debounce_ms=300))
     quiet = GateDecision.INSUFFICIENT_NEW_CONTENT
     pause = made(800, "book a table", quiet, unstable="for Rhea", repeated=True)
-    assert policy.on_partial(TurnPlan(1), pause) == Speculation("book a table for Rhea", pause=True)
+    assert policy.speculate(TurnPlan(), pause) == Speculation("book a table for Rhea", pause=True)
     contradicted = made(800, "book a table", quiet, unstable="", repeated=True,
                         contradiction=True)  # fmt: skip
-    assert policy.on_partial(TurnPlan(1), contradicted) is None
+    assert policy.speculate(TurnPlan(), contradicted) is None
 
 
 @settings(max_examples=200, deadline=None)

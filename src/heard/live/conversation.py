@@ -84,11 +84,11 @@ class Conversation:
             self.captions = Captions(release_mode, translations=translations, on_unit=on_release)
         self._timer: asyncio.Task[None] | None = None
         self._heard_at: tuple[int, float] | None = None  # (stream t_ms, clock ms) of the latest
+        self.policy = PrefetchPolicy(self.gate, reuse_jaccard, speculate=prefetch)
         self.prefetcher = Prefetcher(
             retriever,
-            PrefetchPolicy(self.gate, reuse_jaccard),
+            self.policy,
             conversation_id=conversation_id,
-            prefetch=prefetch,
             clock=self._clock,
             # when a final was said, as evidence keeps it (``heard.testing.FakeClock`` in tests)
             wall_clock=wall_clock or (lambda: datetime.now(UTC)),
@@ -130,7 +130,8 @@ class Conversation:
             self.captions.on_step(step)
             if self._timer is None:
                 self._timer = asyncio.ensure_future(self._tick())
-        self.prefetcher.on_transcript(step, event.text)
+        decision = self.policy.on_transcript(step)
+        self.prefetcher.act(step, decision, event.text)
         return step
 
     def interrupt(self, speaker: str | None = None) -> int:

@@ -1,10 +1,9 @@
 """The async side of a live conversation's memory: prefetching, preparing, remembering.
 
-A ``Prefetcher`` takes every transcript step after the stabilizer made it
-(``on_transcript``) and carries out what ``heard.transcript.prefetch.PrefetchPolicy`` decides:
-a speculative retrieval on a partial (a newer one cancels the older), and at the final either
-the speculation reused or a fresh retrieval. Partials only ever prefetch; only finals become
-evidence.
+A ``Prefetcher`` carries out what ``heard.transcript.prefetch.PrefetchPolicy`` decided on
+each transcript step (``act``): a speculative retrieval on a partial (a newer one cancels
+the older), and at the final either the speculation reused or a fresh retrieval. Partials
+only ever prefetch; only finals become evidence.
 
 The result is published as a ``PreparedContext`` for the next reply, with its provenance and
 how many milliseconds after the final it was ready, unless a newer turn of that speaker (or
@@ -26,7 +25,7 @@ from heard.live.prepared import LiveStats, PreparedContext, Retrieved, Retriever
 from heard.memory.evidence import Evidence
 from heard.transcript.events import EventKind
 from heard.transcript.guard import GenerationGuard
-from heard.transcript.prefetch import PrefetchPolicy, TurnPlan
+from heard.transcript.prefetch import Decision, PrefetchPolicy, TurnPlan
 from heard.transcript.stabilizer import TranscriptStep
 from heard.transcript.turns import TurnId
 
@@ -39,9 +38,10 @@ _WAITERS_KEPT = 64
 @dataclass(slots=True)
 class _Turn:
     id: TurnId
-    plan: TurnPlan
+    generation: int
+    """Its publication guard's, when it opened (an interruption moves it on)."""
     task: asyncio.Task[Retrieved] | None = None
-    """The plan's pending speculation."""
+    """Its pending speculation."""
 
 
 class Prefetcher:
@@ -55,7 +55,6 @@ class Prefetcher:
         policy: PrefetchPolicy,
         *,
         conversation_id: str,
-        prefetch: bool,
         clock: Callable[[], float],
         wall_clock: Callable[[], datetime],
         language: str = "",
@@ -64,8 +63,8 @@ class Prefetcher:
     ) -> None:
         self.retriever = retriever
         self.policy = policy
+        """Told of interruptions (``Conversation`` asks it for each step's decision)."""
         self.conversation_id = conversation_id
-        self.prefetch = prefetch
         self.language = language
         self._clock = clock
         self._wall_clock = wall_clock
@@ -83,18 +82,24 @@ class Prefetcher:
         self.errors: list[str] = []
         self.stats = LiveStats()
 
-    def on_transcript(self, step: TranscriptStep, text: str) -> None:
-        """One transcript step (``text``: its event's): speculate on a partial, or prepare
-        and remember a final, as the policy decides."""
-        final = step.kind is EventKind.FINAL
+    def act(self, step: TranscriptStep, decision: Decision, text: str) -> None:
+        """Carry out the policy's ``decision`` on ``step`` (``text``: its event's): start a
+        speculation, or prepare and remember a final."""
         if self.retriever is None:
-            if final:
+            if step.kind is EventKind.FINAL:
                 self._settle(str(step.turn_id), None)
             return
-        turn = self._turn_for(step)
-        if final:
-            self._finish(turn, step, text)
-        elif self.prefetch and (speculation := self.policy.on_partial(turn.plan, step)):
+        turn = self._turns.get(step.speaker)
+        if turn is None or turn.id != step.turn_id:
+            if turn is not None and turn.task is not None and not turn.task.done():
+                turn.task.cancel()  # the previous turn's speculation can no longer be used
+            turn = self._turns[step.speaker] = _Turn(
+                step.turn_id, self._guard(step.speaker).advance()
+            )
+            self.stats.turns += 1
+        if step.kind is EventKind.FINAL:
+            self._finish(turn, step, decision, text)
+        elif speculation := decision.speculation:
             self.stats.speculations += 1
             self.stats.pause_speculations += speculation.pause
             if turn.task is not None and not turn.task.done():
@@ -115,7 +120,8 @@ class Prefetcher:
             turn = self._turns.get(name)
             if turn is not None:
                 running = turn.task is not None and not turn.task.done()
-                self.policy.on_interrupt(turn.plan, generation, running)
+                self.policy.interrupt(name, running)
+                turn.generation = generation
                 if running:
                     assert turn.task is not None
                     turn.task.cancel()
@@ -164,27 +170,17 @@ class Prefetcher:
     def _guard(self, speaker: str) -> GenerationGuard:
         return self._guards.setdefault(speaker, GenerationGuard())
 
-    def _turn_for(self, step: TranscriptStep) -> _Turn:
-        turn = self._turns.get(step.speaker)
-        if turn is None or turn.id != step.turn_id:
-            if turn is not None and turn.task is not None and not turn.task.done():
-                turn.task.cancel()  # the previous turn's speculation can no longer be used
-            turn = _Turn(step.turn_id, TurnPlan(self._guard(step.speaker).advance()))
-            self._turns[step.speaker] = turn
-            self.stats.turns += 1
-        return turn
-
     def _spawn(self, coro: Coroutine[object, object, None], speaker: str) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks[task] = speaker
         task.add_done_callback(lambda t: self._tasks.pop(t, None))
         return task
 
-    def _finish(self, turn: _Turn, step: TranscriptStep, text: str) -> None:
+    def _finish(self, turn: _Turn, step: TranscriptStep, decision: Decision, text: str) -> None:
         arrived = self._clock()
         speculation = turn.task
-        usable = speculation is not None and not speculation.cancelled()
-        reuse = self.policy.on_final(turn.plan, step, usable)
+        # a speculation somebody else cancelled cannot answer the final: retrieve again
+        reuse = decision.reuse and speculation is not None and not speculation.cancelled()
         if speculation is not None and not reuse and not speculation.done():
             speculation.cancel()
         turn.task = None
@@ -199,9 +195,10 @@ class Prefetcher:
         self._remembering = asyncio.ensure_future(
             self._remember_after(self._remembering, evidence, str(turn.id))
         )
-        query = turn.plan.query if reuse else text
+        plan = decision.plan
+        query = plan.query if reuse else text
         task = self._spawn(
-            self._prepare(turn, evidence, speculation if reuse else None, query, arrived),
+            self._prepare(turn, plan, evidence, speculation if reuse else None, query, arrived),
             step.speaker,
         )
         turn_name = str(turn.id)
@@ -212,6 +209,7 @@ class Prefetcher:
     async def _prepare(
         self,
         turn: _Turn,
+        plan: TurnPlan,
         evidence: Evidence,
         speculation: asyncio.Task[Retrieved] | None,
         query: str,
@@ -235,7 +233,6 @@ class Prefetcher:
             error = f"{type(e).__name__}: {e}"
             self.errors.append(f"{turn.id}: {error}")
             self.stats.failed += 1
-        plan = turn.plan
         context = PreparedContext(
             str(turn.id),
             evidence.speaker,
@@ -255,7 +252,7 @@ class Prefetcher:
             self.stats.fresh += 1
         self.stats.wasted += plan.wasted
         waiter, guard = self._waiter(context.turn), self._guard(evidence.speaker)
-        published = guard.publish_if_current(plan.generation, lambda: self._publish(context))
+        published = guard.publish_if_current(turn.generation, lambda: self._publish(context))
         self.stats.stale_dropped += not published
         if not waiter.done():
             waiter.set_result(context if published else None)

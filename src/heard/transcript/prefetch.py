@@ -1,7 +1,8 @@
 """When to prefetch memory for a turn, and whether the final may use what was prefetched.
 
 A pure policy over plain data: transcript steps in (``TranscriptStep``, whose ``t_ms`` is
-the clock), decisions out. ``heard.live.conversation`` runs the retrievals it decides on.
+the clock), decisions out (``on_transcript``: one per step). ``heard.live.prefetcher`` runs the
+retrievals it decides on.
 
 * **Speculate** when the gate fires on a partial: on the stable prefix, which keeps a
   partial's last word out (seed 000), so that retrieval is not re-run each time the
@@ -17,6 +18,8 @@ the clock), decisions out. ``heard.live.conversation`` runs the retrievals it de
   was speculated on (the Jaccard overlap of the content-token sets is at least
   ``REUSE_JACCARD``); otherwise retrieve on the final's text.
 * **Interrupt**: whatever the turn speculated on is dropped; the turn goes on.
+* **A new turn** of a speaker (a step of another turn) starts a new plan: whatever their
+  previous turn speculated on is of no use any more.
 
 Each turn's ``TurnPlan`` counts its retrievals and the ones whose results went unused.
 """
@@ -25,10 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from heard.transcript.events import EventKind
 from heard.transcript.speculation import GateConfig, GateDecision
 from heard.transcript.stabilizer import TranscriptStep
+from heard.transcript.turns import TurnId
 
-__all__ = ["REUSE_JACCARD", "PrefetchPolicy", "Speculation", "TurnPlan", "reusable"]
+__all__ = ["REUSE_JACCARD", "Decision", "PrefetchPolicy", "Speculation", "TurnPlan", "reusable"]
 
 REUSE_JACCARD = 0.6
 """Reuse a speculation when |S & F| / |S | F| >= this, S and F being the content tokens of the
@@ -54,9 +59,9 @@ class Speculation:
 
 @dataclass(slots=True)
 class TurnPlan:
-    """What one open turn has speculated on; ``generation`` is its publication guard's."""
+    """What one open turn has speculated on."""
 
-    generation: int
+    turn: TurnId | None = None
     pending: bool = False
     """A speculation was started and not yet given up: its result may still be used."""
     tokens: frozenset[str] = frozenset()
@@ -67,14 +72,54 @@ class TurnPlan:
     wasted: int = 0
 
 
-class PrefetchPolicy:
-    """The decisions of a live conversation's prefetching; ``TurnPlan`` holds each turn's."""
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to do after one step of ``plan``'s turn."""
 
-    def __init__(self, gate: GateConfig | None = None, reuse_jaccard: float = REUSE_JACCARD):
+    plan: TurnPlan
+    speculation: Speculation | None = None
+    """A partial: retrieve on this now (it supersedes the pending speculation)."""
+    reuse: bool = False
+    """A final: the pending speculation answers it (else: retrieve on the final's text)."""
+
+
+class PrefetchPolicy:
+    """The decisions of a live conversation's prefetching: ``on_transcript`` on every step (it keeps
+    each speaker's open ``TurnPlan``), ``interrupt`` when the reply is no longer wanted.
+    ``speculate``: partials may start retrievals (else only finals retrieve)."""
+
+    def __init__(
+        self,
+        gate: GateConfig | None = None,
+        reuse_jaccard: float = REUSE_JACCARD,
+        *,
+        speculate: bool = True,
+    ) -> None:
         self.gate = gate or GateConfig()
         self.reuse_jaccard = reuse_jaccard
+        self.speculates = speculate
+        self._plans: dict[str, TurnPlan] = {}
 
-    def on_partial(self, plan: TurnPlan, step: TranscriptStep) -> Speculation | None:
+    def on_transcript(self, step: TranscriptStep) -> Decision:
+        """The decision for ``step``: a final closes its turn's plan."""
+        plan = self._plans.get(step.speaker)
+        if plan is None or plan.turn != step.turn_id:
+            plan = self._plans[step.speaker] = TurnPlan(step.turn_id)
+        if step.kind is EventKind.FINAL:
+            del self._plans[step.speaker]
+            return Decision(plan, reuse=self.reuse(plan, step))
+        return Decision(plan, self.speculate(plan, step) if self.speculates else None)
+
+    def interrupt(self, speaker: str, running: bool) -> None:
+        """The reply is no longer wanted: ``speaker``'s open turn drops what it speculated on
+        (``running``: that retrieval was still going, and is wasted)."""
+        plan = self._plans.get(speaker)
+        if plan is not None:
+            self.drop(plan, running)
+
+    # -- one turn's plan ------------------------------------------------------------------
+
+    def speculate(self, plan: TurnPlan, step: TranscriptStep) -> Speculation | None:
         """What to speculate on after this partial, if anything; records it in ``plan``
         (the speculation it supersedes, if still pending, is counted as wasted)."""
         hypothesis = step.hypothesis
@@ -94,13 +139,10 @@ class PrefetchPolicy:
         last = plan.speculated_ms
         return last is not None and t_ms - last < self.gate.debounce_ms
 
-    def on_final(self, plan: TurnPlan, final: TranscriptStep, usable: bool) -> bool:
-        """Reuse the pending speculation for this final (True), or retrieve again (False).
-        ``usable``: the speculation's retrieval was not cancelled."""
-        reuse = (
-            plan.pending
-            and usable
-            and reusable(plan.tokens, frozenset(final.query_tokens), self.reuse_jaccard)
+    def reuse(self, plan: TurnPlan, final: TranscriptStep) -> bool:
+        """Reuse the pending speculation for this final (True), or retrieve again (False)."""
+        reuse = plan.pending and reusable(
+            plan.tokens, frozenset(final.query_tokens), self.reuse_jaccard
         )
         if plan.pending and not reuse:
             plan.wasted += 1
@@ -110,10 +152,8 @@ class PrefetchPolicy:
         return reuse
 
     @staticmethod
-    def on_interrupt(plan: TurnPlan, generation: int, running: bool) -> None:
-        """The reply is no longer wanted: drop what the turn speculated on (``running``: its
-        retrieval was still going, and is wasted)."""
-        plan.generation = generation
+    def drop(plan: TurnPlan, running: bool) -> None:
+        """Drop what the turn speculated on (``running``: its retrieval was still going)."""
         if plan.pending and running:
             plan.wasted += 1
         plan.pending, plan.tokens, plan.query = False, frozenset(), ""

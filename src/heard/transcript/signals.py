@@ -173,7 +173,7 @@ def resume_point(matches: Iterable[Match], limit: int) -> int:
 
 class PrefixSignals:
     """The signals of a text that only grows (a turn's stable prefix), kept incrementally:
-    each ``extend`` scans only the tail where a match may have changed, and finds what a scan
+    each ``grow`` scans only the tail where a match may have changed, and finds what a scan
     of the whole text would (``resume_point``). ``reset`` starts a new text."""
 
     def __init__(self, extractor: SignalExtractor) -> None:
@@ -186,7 +186,7 @@ class PrefixSignals:
         self._entities: list[Match] = []
         self._phrases: list[Match] = []
 
-    def extend(self, tokens: list[str]) -> Signals:
+    def grow(self, tokens: list[str]) -> Signals:
         """The text gained ``tokens``: its signals now."""
         if not tokens:
             return self.signals

@@ -171,7 +171,7 @@ class TranscriptStabilizer:
         state.stable_words = hypothesis.stable_word_count
         if new_tokens:
             state.query += tuple(t for t in new_tokens if t not in ENGLISH_STOPWORDS)
-            state.signals.extend(new_tokens)
+            state.signals.grow(new_tokens)
         signals = state.signals.signals
         decision = state.gate.consider(hypothesis, t_ms, state.query, signals)
         summary.events += 1
