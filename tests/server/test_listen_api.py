@@ -223,7 +223,7 @@ def test_keepalive_is_quiet_and_closestream_ends_with_metadata(server: tuple[str
 def test_listen_options_are_checked_before_any_audio() -> None:
     from heard.asr.whisper import WhisperOptions
     from heard.errors import InputError
-    from heard.server.listen import parse_options
+    from heard.server.listen_options import parse_options
 
     options = parse_options({"language": "en-US", "endpointing": "false", "smart_format": "true",
                              "utterance_end_ms": "1500"}, WhisperOptions())  # fmt: skip
@@ -261,7 +261,8 @@ async def test_results_carry_exactly_heards_finals_and_their_words() -> None:
     100 ms pieces, each decoded thing through /v1/listen's translation; the final Results'
     transcripts are heard's finals word for word (WER 0), their words heard's words."""
     from heard.asr.streaming import StreamingRecognizer, StreamOptions
-    from heard.server.listen import ListenOptions, _Stream
+    from heard.server.listen import _Stream
+    from heard.server.listen_options import ListenOptions
 
     samples = load_audio(AUDIO / "jfk.flac")
     recognizer = StreamingRecognizer(options=StreamOptions(word_timestamps=True))
