@@ -45,6 +45,23 @@ def test_the_pure_cores_import_no_io() -> None:
     assert importers(IO, pure) == {}
 
 
+DOWNSTREAM = ("transcript/speculation.py", "transcript/prefetch.py", "release/", "live/")
+"""What a live event reaches after the stabilizer: it takes the words, keys and tokens the
+step carries (issue 27). ``release/alignment.py`` keys words itself on purpose: a final is
+aligned with what was shown on normalized words, whatever the turn's word rule."""
+
+
+def test_nothing_after_the_stabilizer_keys_or_tokenizes_a_step_again() -> None:
+    files = [
+        p
+        for p in SRC.rglob("*.py")
+        if str(p.relative_to(SRC)).startswith(DOWNSTREAM) and p != SRC / "release" / "alignment.py"
+    ]
+    assert len(files) > 10
+    found = importers(("heard.transcript.tokenize", "heard.transcript.words"), files)
+    assert found == {}
+
+
 RANKING = ("memory/bm25.py", "memory/evidence.py", "memory/language.py", "memory/recall.py",
            "memory/selection.py", "memory/when.py")  # fmt: skip
 """What ranks memory: it is handed its items, and reads no file and no database itself."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -154,3 +156,16 @@ def test_a_steps_query_tokens_are_its_stable_prefix_content_tokens(
         assert step.query_tokens == tuple(content_tokens(step.hypothesis.stable_prefix))
     final = stabilizer.on_event(TranscriptEvent(1000, EventKind.FINAL, " ".join(words), "ana"))
     assert final.query_tokens == tuple(content_tokens(" ".join(words)))
+
+
+def test_a_step_of_another_turn_starts_a_new_plan_even_without_a_final() -> None:
+    """Steps as plain data need not come from one stabilizer: a speaker's step of a turn the
+    policy did not see open starts that turn's plan, and the old plan's speculation is not
+    reused for it."""
+    policy = PrefetchPolicy(GateConfig(debounce_ms=300))
+    first = made(0, "book a table for Rhea", GateDecision.FIRE)
+    assert policy.on_transcript(first).speculation is not None
+    other = replace(made(100, "book a table for Rhea", GateDecision.FIRE), turn_id=TurnId("ana", 2))
+    opened = policy.on_transcript(other)
+    assert opened.plan.turn == TurnId("ana", 2)
+    assert opened.plan.retrievals == 1  # its own speculation, not the first turn's
