@@ -85,6 +85,9 @@ async def test_a_speculation_cancelled_elsewhere_is_not_awaited_by_its_final() -
     (context,) = conv.contexts
     assert context.source == "final"
     assert retriever.queries[-1] == "what did Maya say about the Lisbon office"
+    # every speculation went unused, and the final retrieved once more
+    assert context.retrievals == conv.stats.speculations + 1
+    assert context.wasted == conv.stats.wasted == conv.stats.speculations
 
 
 def test_the_reuse_rule() -> None:

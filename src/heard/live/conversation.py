@@ -64,10 +64,6 @@ class Conversation:
         language: str = "",
         wall_clock: Callable[[], datetime] | None = None,
     ) -> None:
-        self.retriever = retriever
-        self.language = language
-        """The language spoken, when heard was told it: its finals are remembered in it."""
-        self.conversation_id = conversation_id
         self.gate = gate or GateConfig()
         self.stabilizer = TranscriptStabilizer(gate=self.gate)
         if release_mode is not None:
@@ -75,7 +71,6 @@ class Conversation:
             # benchmarks reach through the Captions stage itself, not through a conversation
             release_mode = SELECTABLE_MODES[str(release_mode)]
         self.release_mode: ReleaseMode | None = release_mode
-        self.prefetch = prefetch
         self._clock = clock or (lambda: time.perf_counter() * 1000.0)
         self._sleep = sleep
         self.captions: Captions | None = None
@@ -84,7 +79,8 @@ class Conversation:
             self.captions = Captions(release_mode, translations=translations, on_unit=on_release)
         self._timer: asyncio.Task[None] | None = None
         self._heard_at: tuple[int, float] | None = None  # (stream t_ms, clock ms) of the latest
-        self.policy = PrefetchPolicy(self.gate, reuse_jaccard, speculate=prefetch)
+        speculate = prefetch and retriever is not None
+        self.policy = PrefetchPolicy(self.gate, reuse_jaccard, speculate=speculate)
         self.prefetcher = Prefetcher(
             retriever,
             self.policy,
@@ -97,6 +93,24 @@ class Conversation:
             # told (turn id, evidence, None or what went wrong) once a final is stored, in order
             on_remembered=on_remembered,
         )
+
+    @property
+    def retriever(self) -> Retriever | None:
+        return self.prefetcher.retriever
+
+    @property
+    def conversation_id(self) -> str:
+        return self.prefetcher.conversation_id
+
+    @property
+    def language(self) -> str:
+        """The language spoken, when heard was told it: its finals are remembered in it."""
+        return self.prefetcher.language
+
+    @property
+    def prefetch(self) -> bool:
+        """Partials speculate (with a retriever); else only finals retrieve."""
+        return self.policy.speculates
 
     @property
     def contexts(self) -> list[PreparedContext]:

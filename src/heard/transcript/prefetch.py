@@ -80,7 +80,9 @@ class Decision:
     speculation: Speculation | None = None
     """A partial: retrieve on this now (it supersedes the pending speculation)."""
     reuse: bool = False
-    """A final: the pending speculation answers it (else: retrieve on the final's text)."""
+    """A final: the pending speculation answers it (else: retrieve on the final's text). One
+    that somebody else cancelled cannot: whoever runs it then retrieves again and counts the
+    speculation as wasted, as here."""
 
 
 class PrefetchPolicy:

@@ -33,7 +33,7 @@ class TranscriptStep:
     hypothesis: Hypothesis
     decision: GateDecision
     signals: Signals
-    query_tokens: tuple[str, ...] = ()
+    query_tokens: tuple[str, ...]
     """The stable prefix's content tokens (English stopwords dropped), kept incrementally:
     what a speculation keys on, so nobody downstream tokenizes the prefix again."""
     pause_tokens: tuple[str, ...] = ()
