@@ -179,8 +179,13 @@ class Prefetcher:
     def _finish(self, turn: _Turn, step: TranscriptStep, decision: Decision, text: str) -> None:
         arrived = self._clock()
         speculation = turn.task
-        # a speculation somebody else cancelled cannot answer the final: retrieve again
+        plan = decision.plan
+        # a speculation somebody else cancelled cannot answer the final: it is wasted, and the
+        # final retrieves again (as the policy counts a speculation it does not reuse)
         reuse = decision.reuse and speculation is not None and not speculation.cancelled()
+        if decision.reuse and not reuse:
+            plan.wasted += 1
+            plan.retrievals += 1
         if speculation is not None and not reuse and not speculation.done():
             speculation.cancel()
         turn.task = None
@@ -195,7 +200,6 @@ class Prefetcher:
         self._remembering = asyncio.ensure_future(
             self._remember_after(self._remembering, evidence, str(turn.id))
         )
-        plan = decision.plan
         query = plan.query if reuse else text
         task = self._spawn(
             self._prepare(turn, plan, evidence, speculation if reuse else None, query, arrived),
