@@ -1,4 +1,6 @@
-"""Mixed-down conversations of two to four people, made at run time, with who spoke when.
+"""Recordings of several people with who spoke when: real ones read from files (``recordings``:
+an RTTM beside each FLAC or WAV), real voices spliced into conversations (``spliced``), and
+mixed-down conversations of two to four people, made at run time.
 
 For ``bench/diarize.py`` and the diarization tests. Each conversation is a seeded sequence of
 turns by 2-4 speakers: consecutive turns sometimes overlap (up to 0.6 s) and sometimes leave
@@ -31,6 +33,7 @@ from make_meeting import Voice, speak  # noqa: E402
 
 RATE = 16_000
 AUDIO = REPO / "tests" / "data" / "audio"
+REAL = REPO / "tests" / "data" / "diarization"
 VOICES = [
     Voice("en-us+m3", 160), Voice("en-gb+f2", 150), Voice("en-gb-scotland+m1", 145),
     Voice("en-us+f4", 170), Voice("en-029+m7", 150), Voice("en-gb-x-rp+f5", 140),
@@ -218,6 +221,61 @@ def conversations(workdir: Path, count: int = 24, seed: int = 30) -> list[Conver
         if i % 3 == 2:
             cast[0] = rng.choice(real)
         out.append(make_conversation(f"conv{i:02d}-{size}spk", cast, rng, turns=8 + size * 2))
+    return out
+
+
+def read_rttm(path: Path) -> list[tuple[float, float, str]]:
+    """(start, end, speaker) of every ``SPEAKER`` line, sorted."""
+    turns = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        fields = line.split()
+        if len(fields) >= 8 and fields[0] == "SPEAKER":
+            start, duration = float(fields[3]), float(fields[4])
+            turns.append((start, start + duration, fields[7]))
+    return sorted(turns)
+
+
+def recordings(folder: Path) -> list[Conversation]:
+    """Every FLAC or WAV in ``folder`` (and below) with an RTTM of the same name beside it,
+    16 kHz mono, with its reference turns."""
+    from heard.asr.audio import load_audio
+
+    out = []
+    for rttm in sorted(folder.rglob("*.rttm")):
+        audio = next((p for p in (rttm.with_suffix(".flac"), rttm.with_suffix(".wav"))
+                      if p.is_file()), None)  # fmt: skip
+        if audio is None:
+            continue
+        truth = read_rttm(rttm)
+        samples = load_audio(audio)
+        names = sorted({k for _, _, k in truth})
+        out.append(Conversation(audio.stem, samples, truth, dict.fromkeys(names, samples),
+                                {n: [] for n in names}))  # fmt: skip
+    return out
+
+
+def librispeech_speakers() -> list[Speaker]:
+    """The four LibriSpeech readers in tests/data/diarization/librispeech, three utterances
+    each (the file name's first number is the reader)."""
+    from heard.asr.audio import load_audio
+
+    clips: dict[str, list[tuple[npt.NDArray[np.float32], str]]] = {}
+    for path in sorted((REAL / "librispeech").glob("*.flac")):
+        samples = _unit(_trim(load_audio(path), REAL_FLOOR_DB))
+        clips.setdefault(path.name.split("-")[0], []).append((samples, path.stem))
+    return [Speaker(f"libri{name}", said, REAL_FLOOR_DB) for name, said in clips.items()]
+
+
+def spliced(count: int = 6, seed: int = 40) -> list[Conversation]:
+    """``count`` conversations of real voices one after another: 2, 3 or 4 of the LibriSpeech
+    readers taking turns (``make_conversation``'s overlaps and pauses, no interjections)."""
+    rng = random.Random(seed)
+    readers = librispeech_speakers()
+    out = []
+    for i in range(count):
+        size = 2 + i % 3
+        cast = rng.sample(readers, size)
+        out.append(make_conversation(f"spliced{i:02d}-{size}spk", cast, rng, turns=2 * size))
     return out
 
 

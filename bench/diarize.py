@@ -1,26 +1,28 @@
 """Who spoke when: heard's diarizer beside senko on the same audio, in the same run.
 
-Sets (``bench/conversations.py`` makes them at run time):
+Real recordings first (``tests/data/diarization``, sources and licences in its README):
 
-* (a) ``stereo_diarization.wav`` mixed to mono; its truth from each channel's own speech;
-* (b) conversations of 2-4 people with overlaps and interjections, from espeak-ng voices and
-  the real people of the recordings the tests ship. The window, the step and ``auto``'s
-  constants were chosen on seeds 30, 31 and 32 (``--seed``); the default, 33, was not looked
-  at before it was reported;
-* one person talking alone (JFK's recording, each voice alone): ``auto`` should find one;
-* (c) no package found ships a public recording with reference turns (pyannote's own test
-  files come with pyannote.audio, which needs PyTorch); none is scored.
+* ``real: AMI meetings``: 13 excerpts of real meetings, 30 s each, far-field, overlapping;
+* ``real: three in a row``: three people one after another (Picovoice's falcon test clip);
+* ``real voices, spliced``: conversations of 2-4 real LibriSpeech readers taking turns, put
+  together here (``bench/conversations.py``): real people, a made-up conversation;
+* ``--real DIR`` (repeatable): any folder of FLAC or WAV files with an RTTM of the same name.
 
-Scores: DER from pyannote.metrics (collar 0.25 s, overlapped speech scored), with the number
-of speakers given and with ``auto``; how often ``auto`` counts the speakers right; seconds
-of CPU time per hour of audio. The peer is senko 0.2.2 (CAM++ embeddings, pyannote
-segmentation; it needs PyTorch, so it runs in the Python given by ``--senko-python``, in a
-process of its own, on the same WAV files); it has no way to be told the number of speakers.
-``--cpwer N`` also transcribes N conversations (tiny.en): the diarized transcript (heard's
-words given to heard's speakers) against each speaker's own track transcribed alone, by
-meeteval's cpWER.
+Then the synthetic sets, labelled so: ``stereo_diarization.wav`` mixed to mono, espeak-ng
+conversations of 2-4 voices (``--seed``; 30-32 tuned the old diarizer), and one person
+talking alone (``auto`` should find one).
 
-    python bench/diarize.py [--count 24] [--seed 33] [--senko-python /path/to/python] [--cpwer 4]
+Scores, per set and pooled over the real sets: DER from pyannote.metrics (collar 0.25 s,
+overlapped speech scored; pooled: every recording's errors over all their speech) and its
+parts (missed speech, false alarm, confusion), with the number of speakers given and with
+``auto``; how often ``auto`` counts the speakers right; CPU seconds per hour of audio and wall
+time against the audio's. The peer is senko 0.2.2 (CAM++ embeddings, pyannote segmentation
+on PyTorch, so it runs in the Python given by ``--senko-python``, in a process of its own, on
+the same WAV files); it cannot be told the number of speakers. ``--cpwer N`` also transcribes
+N espeak-ng conversations (tiny.en): the diarized transcript against each speaker's own track
+transcribed alone, by meeteval's cpWER.
+
+    python bench/diarize.py [--senko-python /path/to/python] [--real DIR] [--cpwer 4]
 """
 
 from __future__ import annotations
@@ -34,10 +36,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conversations import RATE, Conversation, conversations, monologues, stereo_mixed
+from conversations import (
+    RATE,
+    REAL,
+    Conversation,
+    conversations,
+    monologues,
+    recordings,
+    spliced,
+    stereo_mixed,
+)
 
 SENKO = """
 import json, sys, senko
@@ -49,10 +58,12 @@ for path in sys.argv[1:]:
     out[path] = [[s["start"], s["end"], str(s["speaker"])] for s in segs]
 print(json.dumps(out))
 """
+PARTS = ("missed detection", "false alarm", "confusion", "total")
 
 
-def der(truth: list[tuple[float, float, str]], found: list[tuple[float, float, str]],
-        duration_s: float) -> float:  # fmt: skip
+def errors(truth: list[tuple[float, float, str]], found: list[tuple[float, float, str]],
+           duration_s: float) -> dict[str, float]:  # fmt: skip
+    """pyannote.metrics' DER parts, in seconds (collar 0.25 s, overlap scored)."""
     from pyannote.core import Annotation, Segment
     from pyannote.metrics.diarization import DiarizationErrorRate
 
@@ -62,7 +73,21 @@ def der(truth: list[tuple[float, float, str]], found: list[tuple[float, float, s
     for i, (a, b, k) in enumerate(found):
         hyp[Segment(a, b), i] = k
     metric = DiarizationErrorRate(collar=0.25, skip_overlap=False)
-    return float(metric(ref, hyp, uem=Segment(0, duration_s)))
+    detail = metric(ref, hyp, uem=Segment(0, duration_s), detailed=True)
+    return {k: float(detail[k]) for k in PARTS}
+
+
+def der(truth: list[tuple[float, float, str]], found: list[tuple[float, float, str]],
+        duration_s: float) -> float:  # fmt: skip
+    e = errors(truth, found, duration_s)
+    return (e["missed detection"] + e["false alarm"] + e["confusion"]) / max(e["total"], 1e-9)
+
+
+def _row(c: Conversation, turns: list[tuple[float, float, str]]) -> dict[str, Any]:
+    e = errors(c.truth, turns, c.duration_s)
+    return {"name": c.name, "speakers": c.speakers, "found": len({k for _, _, k in turns}),
+            "der": (e["missed detection"] + e["false alarm"] + e["confusion"])
+            / max(e["total"], 1e-9), **e}  # fmt: skip
 
 
 def heard_run(convs: list[Conversation], known: bool) -> dict[str, Any]:
@@ -71,23 +96,22 @@ def heard_run(convs: list[Conversation], known: bool) -> dict[str, Any]:
     diarizer = OnnxDiarizer()
     diarizer.prepare()
     rows = []
-    cpu = 0.0
+    cpu = wall = 0.0
     for c in convs:
-        t0 = time.process_time()
+        t0, w0 = time.process_time(), time.perf_counter()
         found = diarizer.diarize(c.samples, speakers=c.speakers if known else None)
         cpu += time.process_time() - t0
-        turns = [(t.start, t.end, str(t.speaker)) for t in found.turns]
-        rows.append({"name": c.name, "der": der(c.truth, turns, c.duration_s),
-                     "speakers": c.speakers, "found": found.speakers})  # fmt: skip
-    return {"rows": rows, "cpu_s": cpu}
+        wall += time.perf_counter() - w0
+        rows.append(_row(c, [(t.start, t.end, str(t.speaker)) for t in found.turns]))
+    return {"rows": rows, "cpu_s": cpu, "wall_s": wall}
 
 
 def senko_run(convs: list[Conversation], python: str, folder: Path) -> dict[str, Any] | None:
     import soundfile as sf  # type: ignore[import-untyped]
 
     paths = []
-    for i, c in enumerate(convs):
-        wav = folder / f"c{i:02d}.wav"
+    for c in convs:
+        wav = folder / f"{len(list(folder.glob('*.wav'))):03d}.wav"
         sf.write(wav, c.samples, RATE, subtype="PCM_16")
         paths.append(str(wav))
     t0 = time.time()
@@ -98,11 +122,8 @@ def senko_run(convs: list[Conversation], python: str, folder: Path) -> dict[str,
         print(f"senko did not run ({python}): {done.stderr.strip()[-400:]}", file=sys.stderr)
         return None
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    rows = []
-    for c, path in zip(convs, paths, strict=True):
-        turns = [(float(a), float(b), k) for a, b, k in result[path]]
-        rows.append({"name": c.name, "der": der(c.truth, turns, c.duration_s),
-                     "speakers": c.speakers, "found": len({k for _, _, k in turns})})  # fmt: skip
+    rows = [_row(c, [(float(a), float(b), k) for a, b, k in result[path]])
+            for c, path in zip(convs, paths, strict=True)]  # fmt: skip
     return {"rows": rows, "wall_s": wall}
 
 
@@ -116,16 +137,16 @@ def cpwer(convs: list[Conversation]) -> float:
 
     whisper = FasterWhisperTranscriber(WhisperOptions(language="en"))
     diarizer = OnnxDiarizer()
-    errors = length = 0
+    errors_ = length = 0
     for c in convs:
         ref = {name: " ".join(s.text for s in whisper.transcribe(track).segments)
                for name, track in c.tracks.items()}  # fmt: skip
         spoken = split_words(whisper.transcribe(c.samples).segments, diarizer.diarize(c.samples))
         hyp = {str(k): " ".join(s.text for s in segs) for k, segs in spoken.items()}
         score = cp_word_error_rate(_norm(ref), _norm(hyp))
-        errors += score.errors
+        errors_ += score.errors
         length += score.length
-    return errors / max(length, 1)
+    return errors_ / max(length, 1)
 
 
 def _norm(texts: dict[str, str]) -> dict[str, str]:
@@ -135,63 +156,103 @@ def _norm(texts: dict[str, str]) -> dict[str, str]:
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
-    ders = np.array([r["der"] for r in rows])
-    right = sum(r["found"] == r["speakers"] for r in rows)
-    return {"der_mean": float(ders.mean()), "der_max": float(ders.max()),
-            "count_right": right / len(rows)}  # fmt: skip
+    """Pooled DER and its parts (each over all the set's speech), speakers counted right."""
+    total = sum(r["total"] for r in rows) or 1e-9
+    parts = {k: sum(r[k] for r in rows) / total for k in PARTS[:3]}
+    return {"der": sum(parts.values()), "missed": parts["missed detection"],
+            "false_alarm": parts["false alarm"], "confusion": parts["confusion"],
+            "der_worst": max(r["der"] for r in rows),
+            "count_right": sum(r["found"] == r["speakers"] for r in rows) / len(rows)}  # fmt: skip
+
+
+def run_set(convs: list[Conversation], senko: str | None, folder: Path) -> dict[str, Any]:
+    audio_s = sum(c.duration_s for c in convs)
+    auto, known = heard_run(convs, False), heard_run(convs, True)
+    entry: dict[str, Any] = {
+        "recordings": len(convs), "audio_s": audio_s,
+        "heard_auto": summary(auto["rows"]), "heard_known": summary(known["rows"]),
+        "heard_cpu_s_per_hour": auto["cpu_s"] / audio_s * 3600,
+        "heard_wall_x": auto["wall_s"] / audio_s,
+        "rows": {"auto": auto["rows"], "known": known["rows"]},
+    }  # fmt: skip
+    if senko:
+        peer = senko_run(convs, senko, folder)
+        if peer is not None:
+            entry["senko_auto"] = summary(peer["rows"])
+            entry["senko_wall_s_per_hour"] = peer["wall_s"] / audio_s * 3600
+            entry["rows"]["senko"] = peer["rows"]
+    return entry
+
+
+def _line(label: str, s: dict[str, float]) -> str:
+    return (f"  {label:<22} DER {s['der']:.3f} (missed {s['missed']:.3f}, false alarm "
+            f"{s['false_alarm']:.3f}, confusion {s['confusion']:.3f}; worst {s['der_worst']:.2f})"
+            f", speakers counted right {s['count_right']:.0%}")  # fmt: skip
+
+
+def report(result: dict[str, Any]) -> None:
+    for label, e in result["sets"].items():
+        print(f"{label}: {e['recordings']} recordings, {e['audio_s']:.0f} s of audio")
+        print(_line("heard, speakers given:", e["heard_known"]))
+        print(_line("heard, auto:", e["heard_auto"]))
+        if "senko_auto" in e:
+            print(_line("senko, auto:", e["senko_auto"]))
+        print(f"  heard: {e['heard_cpu_s_per_hour']:.0f} CPU s per hour of audio, wall "
+              f"{e['heard_wall_x']:.3f}x the audio's"
+              + (f"; senko wall {e['senko_wall_s_per_hour']:.0f} s per hour (model load "
+                 "included)" if "senko_wall_s_per_hour" in e else ""))  # fmt: skip
+    if "real_pooled" in result:
+        print("pooled over the real recordings:")
+        for key, label in (("heard_known", "heard, speakers given:"), ("heard_auto",
+                           "heard, auto:"), ("senko_auto", "senko, auto:")):  # fmt: skip
+            if key in result["real_pooled"]:
+                print(_line(label, result["real_pooled"][key]))
+    if "cpwer" in result:
+        print(f"cpWER, diarized vs per-track transcripts: {result['cpwer']:.3f}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=24, help="conversations in set (b)")
-    parser.add_argument("--seed", type=int, default=33, help="of set (b); 30-32 tuned on")
+    parser.add_argument("--real", type=Path, action="append", default=[],
+                        help="a folder of FLAC/WAV files with RTTMs beside them")  # fmt: skip
+    parser.add_argument("--count", type=int, default=24, help="espeak-ng conversations")
+    parser.add_argument("--seed", type=int, default=33, help="of the espeak-ng conversations")
     parser.add_argument("--senko-python", default=None, help="a Python with senko installed")
     parser.add_argument("--cpwer", type=int, default=0, help="conversations to transcribe")
+    parser.add_argument("--no-synthetic", action="store_true", help="the real sets only")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        sets = {"a: stereo_diarization mono": [stereo_mixed()],
-                "b: conversations": conversations(folder, args.count, args.seed),
-                "one speaker": monologues(folder)}  # fmt: skip
+        real = {"real: AMI meetings": recordings(REAL / "ami"),
+                "real: three in a row": recordings(REAL / "falcon"),
+                "real voices, spliced": spliced()}  # fmt: skip
+        for extra in args.real:
+            real[f"real: {extra.name}"] = recordings(extra)
+        sets = dict(real)
+        if not args.no_synthetic:
+            sets |= {"synthetic: stereo_diarization mono": [stereo_mixed()],
+                     "synthetic: espeak-ng conversations": conversations(folder, args.count,
+                                                                         args.seed),
+                     "synthetic: one speaker": monologues(folder)}  # fmt: skip
         result: dict[str, Any] = {"sets": {}}
         for label, convs in sets.items():
-            audio_s = sum(c.duration_s for c in convs)
-            auto, known = heard_run(convs, False), heard_run(convs, True)
-            entry: dict[str, Any] = {
-                "conversations": len(convs), "audio_s": audio_s,
-                "heard_auto": summary(auto["rows"]), "heard_known": summary(known["rows"]),
-                "heard_cpu_s_per_hour": auto["cpu_s"] / audio_s * 3600,
-                "rows": auto["rows"],
-            }  # fmt: skip
-            if args.senko_python:
-                peer = senko_run(convs, args.senko_python, folder)
-                if peer is not None:
-                    entry["senko_auto"] = summary(peer["rows"])
-                    entry["senko_wall_s_per_hour"] = peer["wall_s"] / audio_s * 3600
-            result["sets"][label] = entry
+            if convs:
+                result["sets"][label] = run_set(convs, args.senko_python, folder)
+        pooled: dict[str, Any] = {}
+        for key, which in (("heard_auto", "auto"), ("heard_known", "known"),
+                           ("senko_auto", "senko")):  # fmt: skip
+            rows = [r for label in real if label in result["sets"]
+                    for r in result["sets"][label]["rows"].get(which, [])]  # fmt: skip
+            if rows:
+                pooled[key] = summary(rows)
+        result["real_pooled"] = pooled
         if args.cpwer:
-            result["cpwer"] = cpwer(sets["b: conversations"][: args.cpwer])
+            result["cpwer"] = cpwer(conversations(folder, args.count, args.seed)[: args.cpwer])
     if args.json:
         print(json.dumps(result, indent=1))
-        return result
-    for label, e in result["sets"].items():
-        print(f"{label}: {e['conversations']} conversations, {e['audio_s']:.0f} s of audio")
-        a, k = e["heard_auto"], e["heard_known"]
-        print(f"  heard, speakers given: DER {k['der_mean']:.3f} (worst {k['der_max']:.3f})")
-        print(f"  heard, auto:           DER {a['der_mean']:.3f} (worst {a['der_max']:.3f}),"
-              f" speakers counted right {a['count_right']:.0%}")  # fmt: skip
-        print(f"  heard CPU per hour of audio: {e['heard_cpu_s_per_hour']:.0f} s "
-              f"(CPU time {e['heard_cpu_s_per_hour'] / 3600:.3f}x the audio's)")  # fmt: skip
-        if "senko_auto" in e:
-            s = e["senko_auto"]
-            print(f"  senko, auto:           DER {s['der_mean']:.3f} (worst {s['der_max']:.3f}),"
-                  f" speakers counted right {s['count_right']:.0%}; wall per hour "
-                  f"{e['senko_wall_s_per_hour']:.0f} s (model load included)")  # fmt: skip
-            print(f"  heard/senko DER (auto): {a['der_mean'] / max(s['der_mean'], 1e-9):.2f}x")
-    if "cpwer" in result:
-        print(f"cpWER, diarized vs per-track transcripts ({args.cpwer} conversations):"
-              f" {result['cpwer']:.3f}")  # fmt: skip
+    else:
+        report(result)
     return result
 
 

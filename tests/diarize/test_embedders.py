@@ -1,0 +1,82 @@
+"""The CAM++ speaker embedder (``heard.diarize.embedders``) against the reference that
+PyTorch and Kaldi give (``tests/data/diarization/campplus_reference.npz``), and the seam."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from heard.asr.audio import load_audio
+from heard.diarize.embedders import CamPlusPlus, SpeakerEmbedder
+from heard.diarize.features import fbank
+from heard.diarize.onnx import OnnxDiarizer
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "diarization"
+
+
+def reference() -> dict[str, npt.NDArray[np.float32]]:
+    with np.load(DATA / "campplus_reference.npz") as data:
+        return {k: data[k] for k in data.files}
+
+
+def test_fbank_is_kaldis() -> None:
+    ref = reference()
+    feats = fbank(ref["samples"])
+    assert feats.shape == ref["fbank"].shape
+    assert np.abs((feats - feats.mean(axis=0)) - ref["fbank"]).max() < 5e-3
+
+
+def test_the_onnx_model_gives_pytorchs_embedding() -> None:
+    ref = reference()
+    got = CamPlusPlus().embed([ref["samples"]])[0]
+    want = ref["embedding"] / np.linalg.norm(ref["embedding"])
+    assert abs(float(np.linalg.norm(got)) - 1) < 1e-5
+    assert float(got @ want) > 0.999
+
+
+def test_a_reader_is_nearer_themselves_than_another() -> None:
+    clips = {p.stem: load_audio(p) for p in sorted((DATA / "librispeech").glob("*.flac"))}
+    names = sorted(clips)
+    v = CamPlusPlus().embed([clips[n][: 16000 * 3] for n in names])
+    reader = [n.split("-")[0] for n in names]
+    similarity = v @ v.T
+    for i in range(len(names)):
+        same = [similarity[i, j] for j in range(len(names)) if j != i and reader[j] == reader[i]]
+        other = [similarity[i, j] for j in range(len(names)) if reader[j] != reader[i]]
+        assert min(same) > max(other), names[i]
+
+
+def test_nothing_to_embed_is_a_zero_vector() -> None:
+    v = CamPlusPlus().embed([np.zeros(100, dtype=np.float32), np.zeros(0, dtype=np.float32)])
+    assert v.shape == (2, 192)
+    assert not v.any()
+
+
+class LoudnessEmbedder:
+    """Two "voices": loud and quiet stretches."""
+
+    name = "loudness"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.pieces = 0
+
+    def embed(self, pieces: list[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
+        self.pieces += len(pieces)
+        loud = np.array([float(np.sqrt(np.mean(p**2))) > 0.05 if len(p) else 0 for p in pieces])
+        return np.stack([loud, 1 - loud], axis=1).astype(np.float32)
+
+
+def test_the_embedder_is_swapped_at_the_seam() -> None:
+    fake = LoudnessEmbedder()
+    assert isinstance(fake, SpeakerEmbedder)
+    assert isinstance(CamPlusPlus(), SpeakerEmbedder)
+    diarizer = OnnxDiarizer(embedder=fake)
+    assert diarizer.name == "segmentation-3.0+loudness"
+    samples = load_audio(DATA.parent / "audio" / "jfk.flac")
+    samples[len(samples) // 2 :] *= 0.1  # the second half, quiet: a second "voice"
+    found = diarizer.diarize(samples, speakers=2)
+    assert fake.pieces > 0
+    assert found.speakers == 2
