@@ -144,3 +144,33 @@ def test_every_cluster_keeps_frames_and_an_overlap_gets_its_second_speaker() -> 
     assert not active[32:, 0].any()
     assert active[:, 2].any()  # the one-stretch cluster still speaks
     assert (active[20:30].sum(axis=1) == 2).all()  # the overlap: two talkers
+
+
+def test_vectors_with_nothing_in_them_take_a_neighbours_label() -> None:
+    """A run of one frame of speech gives a stretch too short to embed (a CAM++ vector of
+    zeros): the linkage failed on it (seeded from a 6 s real clip)."""
+    v = REAL["picovoice_falcon_3spk"]["vectors"].astype(np.float64)[:8].copy()
+    v[0] = 0
+    v[3] = np.nan
+    labels = cluster(v, None)
+    assert len(labels) == 8
+    assert labels.min() >= 0
+    assert cluster(v, 2).max() + 1 == 2
+
+
+def test_the_stored_vectors_are_what_the_code_makes_today() -> None:
+    import sys
+
+    sys.path.insert(0, str(DATA.parents[2] / "tools"))
+    sys.path.insert(0, str(DATA.parents[2] / "bench"))
+    from heard.asr.audio import load_audio
+    from make_diarization_vectors import stretch_vectors
+
+    stored = REAL["picovoice_falcon_3spk"]
+    stretches, vectors, at_least = stretch_vectors(
+        load_audio(DATA / "falcon" / "picovoice_falcon_3spk.flac")
+    )
+    assert stretches.tolist() == stored["stretches"].tolist()
+    assert at_least == int(stored["at_least"])
+    cosine = (vectors * stored["vectors"].astype(np.float32)).sum(axis=1)
+    assert cosine.min() > 0.99

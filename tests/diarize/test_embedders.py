@@ -48,10 +48,12 @@ def test_a_reader_is_nearer_themselves_than_another() -> None:
         assert min(same) > max(other), names[i]
 
 
-def test_nothing_to_embed_is_a_zero_vector() -> None:
-    v = CamPlusPlus().embed([np.zeros(100, dtype=np.float32), np.zeros(0, dtype=np.float32)])
+def test_nothing_to_embed_is_a_zero_vector_and_a_few_frames_a_unit_one() -> None:
+    speech = load_audio(DATA.parent / "audio" / "jfk.flac")[16000:16100]
+    v = CamPlusPlus().embed([np.zeros(0, dtype=np.float32), speech])
     assert v.shape == (2, 192)
-    assert not v.any()
+    assert not v[0].any()
+    assert abs(float(np.linalg.norm(v[1])) - 1) < 1e-5
 
 
 class LoudnessEmbedder:

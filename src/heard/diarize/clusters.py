@@ -8,7 +8,7 @@ in each frame of one recording. Pure NumPy and SciPy.
    (``heard.diarize.embedders``) from its frames with one talker.
 3. The stretches' vectors are clustered (``cluster``): with ``auto``, into as many speakers as
    the eigengap of their pruned affinity graph shows, and never fewer than the most local
-   speakers one window heard talking for a second or more each; with a number given, into
+   speakers one window heard talking for half a second or more each; with a number given, into
    exactly that many (the closest clusters joined, or the stretch least like its cluster
    split off, one at a time).
 4. Each frame goes to the speaker of the stretch centred nearest it; where the count says
@@ -177,7 +177,15 @@ def cluster(
     ``at_least``."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
-    v = _unit(np.asarray(vectors, dtype=np.float64))
+    v = np.asarray(vectors, dtype=np.float64)
+    usable = np.isfinite(v).all(axis=1) & (np.abs(v).sum(axis=1) > 0)
+    if 0 < usable.sum() < len(v):  # nothing to tell: each takes the label of a usable one
+        labels = cluster(v[usable], speakers, at_least)
+        nearest = np.searchsorted(np.flatnonzero(usable), np.arange(len(v))).clip(
+            0, len(labels) - 1
+        )
+        return np.asarray(labels[nearest], dtype=np.int64)
+    v = _unit(np.nan_to_num(v))
     n = len(v)
     if n == 0:
         return np.zeros(0, dtype=np.int64)

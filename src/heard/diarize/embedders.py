@@ -29,6 +29,8 @@ from heard.errors import MissingDependencyError
 __all__ = ["CAMPLUSPLUS", "CamPlusPlus", "SpeakerEmbedder"]
 
 CAMPLUSPLUS = Path(__file__).resolve().parent / "models" / "campplus.onnx"
+SHORTEST = 400
+"""Samples (25 ms, one fbank frame) a shorter piece is repeated to."""
 MIN_FRAMES = 20
 """Fbank frames (0.2 s) the shortest input is padded to, repeating itself."""
 
@@ -80,6 +82,8 @@ class CamPlusPlus:
     def embed(self, pieces: list[npt.NDArray[np.float32]]) -> npt.NDArray[np.float32]:
         out = np.zeros((len(pieces), self.dim), dtype=np.float32)
         for i, piece in enumerate(pieces):
+            if 0 < len(piece) < SHORTEST:  # a few frames of speech: repeated to one window
+                piece = np.resize(piece, SHORTEST)
             feats = fbank(piece)
             if len(feats) == 0:
                 continue

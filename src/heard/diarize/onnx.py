@@ -155,6 +155,8 @@ class OnnxDiarizer:
         count = frame_count(activity, offsets, frames)
         stretches = self._stretches(count, speakers)
         if len(stretches) == 0:
+            if speakers is not None:
+                log.warning("%d speakers asked for, but no speech was heard", speakers)
             return Diarization((), 0)
         vectors = self.embedder.embed([self._alone(samples, count, a, b) for a, b in stretches])
         at_least = local_speakers(activity, int(LOCAL_SPEAKER_S * SAMPLE_RATE / FRAME))
