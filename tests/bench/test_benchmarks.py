@@ -337,10 +337,16 @@ def test_diarize_benchmark_scores_its_truth_perfectly_and_silence_as_all_missed(
 
 
 @pytest.mark.system
-def test_diarize_benchmark_runs_on_one_conversation() -> None:
+def test_diarize_benchmark_runs_on_a_real_set() -> None:
     bench = load("diarize")
-    result = bench.main(["--count", "1", "--json"])
-    made = result["sets"]["b: conversations"]
-    assert made["conversations"] == 1
-    assert 0.0 <= made["heard_auto"]["der_mean"] <= 1.0
+    result = bench.main(["--no-synthetic", "--sets", "three in a row", "--json"])
+    made = result["sets"]["real: three in a row"]
+    assert made["recordings"] == 1
+    for mode in ("heard_auto", "heard_known"):
+        parts = made[mode]
+        assert parts["der"] == pytest.approx(
+            parts["missed"] + parts["false_alarm"] + parts["confusion"]
+        )
+        assert 0.0 <= parts["der"] <= 0.2
     assert made["heard_cpu_s_per_hour"] > 0
+    assert result["real_pooled"]["heard_auto"]["count_right"] == 1.0
