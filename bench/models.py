@@ -8,7 +8,7 @@ For each model at hand (tiny.en, bundled; base, heard[multilingual]; any other n
   decoding options and no guards, on jfk.flac and on each channel of
   stereo_diarization.wav: WER against the reference text, and compute / audio duration
   (RTF), best of ``--repeat``;
-* **streaming**: heard's ``StreamingRecognizer`` (re-decode every second, greedy) over the
+* **streaming**: heard's ``WhisperStreamingRecognizer`` (re-decode every second, greedy) over the
   same audio fed in 100 ms pieces: WER of its finals and its RTF.
 
 Also the language each model detects on each recording (English-only models say en).
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heard.asr import FasterWhisperTranscriber, WhisperOptions, installed_models, load_audio
-from heard.asr.streaming import StreamingRecognizer
+from heard.asr.streaming import WhisperStreamingRecognizer
 from heard.transcript.events import EventKind
 from streaming import wer
 
@@ -74,7 +74,7 @@ def raw_faster_whisper(model: Any, samples: Any, language: str | None) -> str:
 
 
 def streamed(whisper: WhisperOptions, samples: Any) -> str:
-    recognizer = StreamingRecognizer(whisper=whisper)
+    recognizer = WhisperStreamingRecognizer(whisper=whisper)
     finals: list[str] = []
     for i in range(0, len(samples), 1600):
         finals += [

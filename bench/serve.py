@@ -42,7 +42,7 @@ from typing import Any
 import websockets
 
 from heard.asr.audio import load_audio
-from heard.asr.streaming import StreamingRecognizer
+from heard.asr.streaming import WhisperStreamingRecognizer
 from heard.release.cadence import nearest_rank
 
 HERE = Path(__file__).resolve().parent
@@ -117,9 +117,9 @@ def run_audio() -> dict[str, Any]:
     audio_s = len(samples) / 16_000
     from faster_whisper import WhisperModel  # noqa: F401 - loaded by heard; warm it first
 
-    recognizer = StreamingRecognizer(speaker="jfk")
+    recognizer = WhisperStreamingRecognizer(speaker="jfk")
     recognizer.push(samples[:1600])  # warm-up (model load)
-    recognizer = StreamingRecognizer(speaker="jfk")
+    recognizer = WhisperStreamingRecognizer(speaker="jfk")
     started = time.perf_counter()
     for i in range(0, len(samples), 1600):
         recognizer.push(samples[i : i + 1600])

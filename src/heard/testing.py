@@ -7,6 +7,8 @@ recorded for the test to look at:
 * ``FakeTranscriber``: canned segments (or a whole ``Transcription``) per track, or an
   exception to raise (``Transcriber``);
 * ``FakeDiarizer``: canned speaker turns per recording, or an exception (``diarize.Diarizer``);
+* ``ScriptedRecognizer``: a live stream's words at the audio times they were said, decoded as
+  the audio reaches them (``asr.StreamingRecognizer``);
 * ``ScriptedProvider``: scripted tool-call answers, failures and delays (``llm.Provider``);
 * ``ScriptedTranslator``: tags the text with the target language; delays and failures on cue
   (``release.Translator``);
@@ -37,12 +39,14 @@ from typing import Any
 
 import numpy as np
 
+from heard.asr.streaming import Decoded
 from heard.diarize import Diarization, SpeakerTurn
 from heard.errors import ProviderError
 from heard.live.prepared import Retrieved
 from heard.llm.provider import ToolCall, ToolSpec
 from heard.memory.evidence import Evidence, Recalled
-from heard.speech import Segment, Transcription
+from heard.speech import Segment, Transcription, Word
+from heard.transcript.events import EventKind
 
 __all__ = [
     "Answer",
@@ -52,6 +56,7 @@ __all__ = [
     "HashingEmbedder",
     "ProviderCall",
     "ScriptedProvider",
+    "ScriptedRecognizer",
     "ScriptedRetriever",
     "ScriptedTranslator",
 ]
@@ -141,6 +146,76 @@ class FakeDiarizer:
 
 Answer = Mapping[str, Any] | ToolCall | BaseException
 """A scripted reply: the tool's arguments, a whole ``ToolCall``, or an exception to raise."""
+
+
+class ScriptedRecognizer:
+    """A streaming recognizer that hears ``words`` (at their times in the stream, seconds)
+    once the audio pushed reaches them, whatever the audio holds. Each ``chunk_ms`` of audio
+    it decodes once: words that ended ``commit_s`` before the audio's end go out as a final
+    (committed inside speech), later ones as the partial; ``end_silence_s`` of audio past the
+    last word heard makes the endpoint final; ``finish`` makes the rest final. ``pushed`` is
+    the samples it was given, ``steps`` the decodes it ran."""
+
+    def __init__(
+        self,
+        words: Sequence[Word],
+        *,
+        chunk_ms: int = 1000,
+        commit_s: float = 1.0,
+        end_silence_s: float = 0.8,
+    ) -> None:
+        self.words = sorted(words, key=lambda w: w.start)
+        self.chunk_ms = chunk_ms
+        self.commit_s, self.end_silence_s = commit_s, end_silence_s
+        self.pushed = 0
+        self.steps = 0
+        self._decoded_to = 0
+        self._done = 0  # words sent as final
+        self._open = False  # finals sent since the last endpoint
+
+    @property
+    def decoded_to(self) -> int:
+        return self._decoded_to
+
+    def paced_step(self) -> tuple[int, float] | None:
+        return None
+
+    def push(self, samples: Any) -> list[Decoded]:
+        self.pushed += len(samples)
+        if self.pushed - self._decoded_to < 16 * self.chunk_ms:
+            return []
+        return self._step(self.pushed / 16_000, ending=False)
+
+    def finish(self) -> list[Decoded]:
+        return self._step(self.pushed / 16_000, ending=True)
+
+    def _step(self, now_s: float, *, ending: bool) -> list[Decoded]:
+        self.steps += 1
+        self._decoded_to = self.pushed
+        heard = [w for w in self.words[self._done :] if w.end <= now_s]
+        if not ending and heard and now_s - heard[-1].end < self.end_silence_s:
+            done = [w for w in heard if w.end <= now_s - self.commit_s]
+            pending = heard[len(done) :]
+            out = [self._decoded(EventKind.FINAL, done)] if done else []
+            out += [self._decoded(EventKind.PARTIAL, pending)] if pending else []
+            self._done += len(done)
+            self._open = self._open or bool(done)
+            return out
+        if not heard and not (self._open and (ending or self._silent(now_s))):
+            return []
+        self._done += len(heard)
+        self._open = False
+        return [self._decoded(EventKind.FINAL, heard, endpoint=True)]
+
+    def _silent(self, now_s: float) -> bool:
+        said = self.words[: self._done]
+        return not said or now_s - said[-1].end >= self.end_silence_s
+
+    @staticmethod
+    def _decoded(kind: EventKind, words: list[Word], *, endpoint: bool = False) -> Decoded:
+        start, end = (words[0].start, words[-1].end) if words else (0.0, 0.0)
+        text = " ".join(w.text for w in words)
+        return Decoded(kind, text, start, end, tuple(words), endpoint)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ import pytest
 
 from heard.asr import FasterWhisperTranscriber, WhisperOptions, installed_models, load_model
 from heard.asr import models as model_store
-from heard.asr.streaming import StreamingRecognizer
+from heard.asr.streaming import WhisperStreamingRecognizer
 from heard.errors import ModelError
 from heard.transcript.events import EventKind
 from tests.asr.test_whisper import JFK, words_of
@@ -113,7 +113,7 @@ def test_a_meeting_keeps_each_participants_language_in_status_and_every_format(
 def test_streaming_detects_the_language_once_and_keeps_it(spanish: Path) -> None:
     from heard.asr.audio import load_audio
 
-    recognizer = StreamingRecognizer(whisper=WhisperOptions(model="base"))
+    recognizer = WhisperStreamingRecognizer(whisper=WhisperOptions(model="base"))
     assert recognizer.language is None  # to be detected
     samples = load_audio(spanish)
     finals = []
@@ -124,7 +124,7 @@ def test_streaming_detects_the_language_once_and_keeps_it(spanish: Path) -> None
     assert recognizer.language == "es"
     assert len(words_of(" ".join(finals)) & SPANISH_WORDS) >= 4
     # tiny.en streams in English whatever it hears
-    assert StreamingRecognizer().language == "en"
+    assert WhisperStreamingRecognizer().language == "en"
 
 
 @pytest.mark.system
@@ -183,7 +183,7 @@ def test_a_model_is_resolved_once_not_on_every_transcription(
     transcriber = FasterWhisperTranscriber(options)
     for _ in range(3):
         transcriber.transcribe(JFK)
-    StreamingRecognizer(whisper=options)
+    WhisperStreamingRecognizer(whisper=options)
     assert resolved == ["tiny.en"]  # a hub name would be asked of the hub each time
 
 

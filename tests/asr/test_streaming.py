@@ -8,8 +8,8 @@ import pytest
 from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.asr.streaming import (
     Decoded,
-    StreamingRecognizer,
     StreamOptions,
+    WhisperStreamingRecognizer,
     stream_events,
     strip_punctuation,
 )
@@ -40,7 +40,7 @@ def test_options_and_punctuation_rules() -> None:
 @pytest.mark.asr
 def test_frames_are_decoded_once_a_chunk_has_arrived_and_the_final_says_it_all() -> None:
     jfk = load_audio(AUDIO / "jfk.flac")
-    recognizer = StreamingRecognizer(options=StreamOptions(chunk_ms=1000))
+    recognizer = WhisperStreamingRecognizer(options=StreamOptions(chunk_ms=1000))
     out: list[Decoded] = []
     steps = 0
     for frame in frames(jfk):
@@ -59,7 +59,7 @@ def test_frames_are_decoded_once_a_chunk_has_arrived_and_the_final_says_it_all()
 
 @pytest.mark.asr
 def test_silence_costs_no_event_and_keeps_no_buffer() -> None:
-    recognizer = StreamingRecognizer()
+    recognizer = WhisperStreamingRecognizer()
     for frame in frames(np.zeros(5 * SAMPLE_RATE, dtype=np.float32)):
         assert recognizer.push(frame) == []
     assert recognizer.finish() == []
@@ -72,7 +72,7 @@ def test_words_are_committed_inside_the_sentence_and_none_is_said_twice() -> Non
     """Issue 29: what two decodes agree on is final at once, word by word, inside continuous
     speech (no pause long enough to end the utterance), and the buffer is cut behind it."""
     jfk = load_audio(AUDIO / "jfk.flac")
-    recognizer = StreamingRecognizer(options=StreamOptions(end_silence_ms=5000))
+    recognizer = WhisperStreamingRecognizer(options=StreamOptions(end_silence_ms=5000))
     decoded: list[tuple[int, Decoded]] = []
     longest = 0
     for frame in frames(jfk):
@@ -112,7 +112,7 @@ def test_no_word_is_doubled_at_any_step_the_pace_sets(step_ms: int, lead_s: floa
 
     jfk = load_audio(AUDIO / "jfk.flac")
     samples = np.concatenate([np.zeros(int(lead_s * SAMPLE_RATE), dtype=np.float32), jfk])
-    recognizer = StreamingRecognizer(options=StreamOptions(chunk_ms=step_ms))
+    recognizer = WhisperStreamingRecognizer(options=StreamOptions(chunk_ms=step_ms))
     said: list[Decoded] = []
     for frame in frames(samples):
         said += recognizer.push(frame)
@@ -132,7 +132,7 @@ def test_the_silence_after_the_last_committed_words_ends_the_utterance(
     import heard.asr.streaming as streaming
     from heard.speech import Word
 
-    recognizer = StreamingRecognizer()
+    recognizer = WhisperStreamingRecognizer()
     said = [Word(0.1, 0.5, "hello"), Word(0.6, 1.0, "there")]
     recognizer._commits.agree(said)
     assert recognizer._commits.agree(said)[0] == said  # committed, then cut behind them

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jiwer
@@ -160,9 +161,9 @@ def test_a_wrong_key_is_refused_as_deepgram_refuses_it(server: tuple[str, str]) 
     ("query", "named"),
     [
         ("diarize=true", "diarize"),
-        ("sample_rate=8000", "sample_rate"),
-        ("encoding=opus", "encoding"),
-        ("channels=2", "channels"),
+        ("sample_rate=1000", "sample_rate"),
+        ("encoding=speex", "encoding"),
+        ("channels=9", "channels"),
         ("detect_entities=true", "detect_entities"),
         ("endpointing=soon", "endpointing"),
         ("interim_results=maybe", "interim_results"),
@@ -238,7 +239,14 @@ def test_listen_options_are_checked_before_any_audio() -> None:
                "dictation": "false", "multichannel": "false", "endpointing": "25",
                "utterance_end_ms": "1000", "no_delay": "true"}  # fmt: skip
     taken = parse_options(pipecat, WhisperOptions())
-    assert taken.endpointing_ms == 300  # the shortest silence heard ends an utterance on
+    # a short endpointing never changes the decoding: the recognizer still waits 800 ms
+    assert taken.endpointing_ms == 800
+    assert parse_options({"endpointing": "2000"}, WhisperOptions()).endpointing_ms == 2000
+    telephony = parse_options({"encoding": "mulaw", "sample_rate": "8000", "channels": "2"},
+                              WhisperOptions())  # fmt: skip
+    assert (telephony.encoding, telephony.sample_rate, telephony.channels) == ("mulaw", 8000, 2)
+    assert parse_options({"encoding": "opus"}, WhisperOptions()).encoding == "container"
+    assert parse_options({}, WhisperOptions()).encoding == "sniff"
     with pytest.raises(InputError, match="diarize"):
         parse_options({**pipecat, "diarize": "true"}, WhisperOptions())
     with pytest.raises(InputError, match="utterance_end_ms"):
@@ -246,13 +254,22 @@ def test_listen_options_are_checked_before_any_audio() -> None:
 
 
 class Captured:
-    """A socket that keeps what is sent on it."""
+    """A session that keeps what its codec sends."""
 
     def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
+        from heard.asr.whisper import WhisperOptions
 
-    async def send_text(self, text: str) -> None:
-        self.sent.append(json.loads(text))
+        self.sent: list[dict[str, Any]] = []
+        self.revoked = False
+        self.params = {"model": "nova-3", "interim_results": "true", "punctuate": "true"}
+        self.settings = SimpleNamespace(whisper=WhisperOptions())
+        self.user = SimpleNamespace(name="ana")
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    async def admit_final(self) -> bool:
+        return True
 
 
 @pytest.mark.asr
@@ -260,23 +277,19 @@ async def test_results_carry_exactly_heards_finals_and_their_words() -> None:
     """The protocol loses and changes nothing: JFK through heard's streaming recognizer in
     100 ms pieces, each decoded thing through /v1/listen's translation; the final Results'
     transcripts are heard's finals word for word (WER 0), their words heard's words."""
-    from heard.asr.streaming import StreamingRecognizer, StreamOptions
-    from heard.server.listen import _Stream
-    from heard.server.listen_options import ListenOptions
+    from heard.asr.streaming import StreamOptions, WhisperStreamingRecognizer
+    from heard.server.listen import DeepgramCodec
 
     samples = load_audio(AUDIO / "jfk.flac")
-    recognizer = StreamingRecognizer(options=StreamOptions(word_timestamps=True))
+    recognizer = WhisperStreamingRecognizer(options=StreamOptions(word_timestamps=True))
     decoded = [
         d for i in range(0, len(samples), 1600) for d in recognizer.push(samples[i : i + 1600])
     ]
     decoded += recognizer.finish()
-    options = ListenOptions(language="en", model="nova-3", interim=True, punctuate=True,
-                            endpointing_ms=800, utterance_end_ms=None,
-                            vad_events=False)  # fmt: skip
     socket = Captured()
-    stream = _Stream(socket, options)  # type: ignore[arg-type]
+    codec = DeepgramCodec(socket)  # type: ignore[arg-type]
     for d in decoded:
-        await stream.decoded(d)
+        await codec.channels[0].decoded(d)
     heard_finals = [d for d in decoded if d.kind.value == "final"]
     finals = [m for m in socket.sent if m["type"] == "Results" and m["is_final"]]
     said = " ".join(m["channel"]["alternatives"][0]["transcript"] for m in finals)

@@ -278,7 +278,7 @@ def test_live_context_comes_only_from_the_users_own_memory(server) -> None:  # t
 
 
 def test_the_pacer_widens_steps_only_after_repeated_slow_ones() -> None:
-    from heard.live.microphone import Pacer
+    from heard.asr.microphone import Pacer
 
     pacer = Pacer(chunk_ms=1000, max_ms=4000)
     assert pacer.observe(0.5, 1.0) is None  # keeping up
@@ -296,7 +296,7 @@ def test_the_pacer_widens_steps_only_after_repeated_slow_ones() -> None:
 
 def test_the_pacer_narrows_again_once_decoding_keeps_up() -> None:
     """Issue 29: one slow early step set the step to 2 s for the rest of a connection."""
-    from heard.live.microphone import Pacer
+    from heard.asr.microphone import Pacer
 
     pacer = Pacer(chunk_ms=1000, max_ms=4000)
     assert [pacer.observe(1.9, 1.0) for _ in range(2)] == [None, 2000]  # a slow start
@@ -312,7 +312,7 @@ def test_the_pacer_narrows_again_once_decoding_keeps_up() -> None:
 
 
 def test_live_context_holds_the_users_pages_and_end_needs_no_exact_spacing(server) -> None:  # type: ignore[no-untyped-def]
-    from heard.server.frames import is_end
+    from heard.server.live import is_end
 
     client, alice, _ = server
     page = {"summary": "Rhea Sharma, product lead; vegetarian", "body": "Allergic to peanuts."}

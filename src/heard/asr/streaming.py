@@ -28,12 +28,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.commits import WordCommits
 from heard.asr.decoder import Request
-from heard.asr.service import Decoder, DirectDecoder
+from heard.asr.service import Decoder, DecodeService, DirectDecoder
 from heard.asr.whisper import WhisperOptions, load_model
 from heard.registry import Registry
 from heard.speech import Word
@@ -49,6 +49,7 @@ __all__ = [
     "StreamOptions",
     "StreamingRecognizer",
     "Utterances",
+    "WhisperStreamingRecognizer",
     "stream_events",
     "strip_punctuation",
 ]
@@ -126,7 +127,35 @@ def _speech(audio: npt.NDArray[np.float32]) -> list[dict[str, int]]:
     )
 
 
-class StreamingRecognizer:
+class StreamingRecognizer(Protocol):
+    """What a live microphone decodes with (``heard.asr.microphone``): audio in, in pieces;
+    what it decoded out, as ``Decoded`` steps. ``WhisperStreamingRecognizer`` is heard's (on
+    faster-whisper, alone or on a shared ``DecodeService``); ``heard.testing`` has a scripted
+    one for tests that need no model."""
+
+    chunk_ms: int
+    """Audio between two decodes; the microphone raises it when decoding falls behind."""
+
+    @property
+    def decoded_to(self) -> int:
+        """Samples up to which the last step decoded."""
+        ...
+
+    def push(self, samples: npt.NDArray[np.float32]) -> list[Decoded]:
+        """Add 16 kHz mono audio; what a step decoded, if one ran."""
+        ...
+
+    def finish(self) -> list[Decoded]:
+        """The stream ended (or paused for good): decode the rest; its final."""
+        ...
+
+    def paced_step(self) -> tuple[int, float] | None:
+        """The step a service shared with other streams asks for, and how loaded it is;
+        None when this recognizer paces itself (the microphone then does)."""
+        ...
+
+
+class WhisperStreamingRecognizer:
     """The re-decode loop over audio that arrives in pieces (a microphone, a socket).
 
     ``push(samples)`` adds audio and, once ``chunk_ms`` of new audio is waiting, decodes
@@ -173,6 +202,11 @@ class StreamingRecognizer:
     def decoded_to(self) -> int:
         """Samples up to which the last step decoded."""
         return self._decoded_to
+
+    def paced_step(self) -> tuple[int, float] | None:
+        if not isinstance(self._decoder, DecodeService):
+            return None
+        return self._decoder.step_ms, round(self._decoder.pace.last_load, 2)
 
     def append(self, samples: npt.NDArray[np.float32]) -> None:
         import numpy as np
@@ -349,7 +383,7 @@ def stream_events(
     """Replay 16 kHz mono ``samples`` as a live stream; yield partial and final events."""
     o = options or StreamOptions()
     advance = STREAM_CLOCKS[o.clock]
-    recognizer = StreamingRecognizer(options=o, whisper=whisper, speaker=speaker)
+    recognizer = WhisperStreamingRecognizer(options=o, whisper=whisper, speaker=speaker)
     utterances = Utterances(speaker)
     recognizer.append(samples)
     chunk = SAMPLE_RATE * o.chunk_ms // 1000

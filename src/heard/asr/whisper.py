@@ -75,6 +75,8 @@ class WhisperOptions:
     min_avg_logprob: float = -1.0
     cpu_threads: int = 0
     """0 lets CTranslate2 choose."""
+    task: str = "transcribe"
+    """``translate``: Whisper's own translation into English (a multilingual model only)."""
     workers: int = 1
     """Decodes the loaded model runs at once (CTranslate2's ``inter_threads``): the live
     decode service runs one per core, each on one thread."""
@@ -254,6 +256,7 @@ class FasterWhisperTranscriber:
         return self.model.whisper.transcribe(
             samples,
             language=language or None,
+            task=o.task,
             beam_size=o.beam_size,
             word_timestamps=True,
             condition_on_previous_text=False,

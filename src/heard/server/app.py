@@ -7,7 +7,8 @@ someone else's gets the same 404 as asking for nothing.
 
 The parts: request and reply bodies in ``schemas``, the caller and the server's state in
 ``deps``, one router per resource in ``routes/``, the error table and its handlers in
-``errors``, the live socket in ``live``. This module assembles them.
+``errors``, the live sockets on one session loop (``session``) with a codec per protocol
+(``live``, ``listen``, ``realtime``). This module assembles them.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ from fastapi.staticfiles import StaticFiles
 
 from heard.errors import HeardError
 from heard.pipeline import jobs
+from heard.server import listen, live, session
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
-from heard.server.listen import mount_listen
-from heard.server.live import mount_live
 from heard.server.routes import meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
 from heard.server.state import Memories, Runs, ServerSettings
@@ -95,6 +95,6 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.mount("/static", StaticFiles(directory=site.STATIC), name="static")
     for router in (site.router, meetings.router, memory.router, openai.router):
         app.include_router(router)
-    mount_live(app, settings, memories)
-    mount_listen(app, settings)
+    session.mount(app, "/v1/live", live.LiveCodec, live.refuse)
+    session.mount(app, "/v1/listen", listen.DeepgramCodec, listen.refuse)
     return app

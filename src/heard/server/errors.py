@@ -1,7 +1,8 @@
 """How the server answers errors: the HTTP status of each of heard's errors (one table, read
 by one handler), the 422 body, and the handlers every request goes through.
 
-Every error is ``{"detail": ...}``, except on the OpenAI-compatible routes (``/v1/audio/``),
+Every error is ``{"detail": ...}``, except on the OpenAI-compatible routes (``/v1/audio/``,
+``/v1/models``),
 whose clients (the OpenAI SDKs) read OpenAI's shape: ``{"error": {"message", "type",
 "param", "code"}}``, and a request that does not validate is a 400 there, as OpenAI answers it.
 """
@@ -95,7 +96,7 @@ def invalid_detail(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-OPENAI_PREFIX = "/v1/audio/"
+OPENAI_PREFIX = ("/v1/audio/", "/v1/models", "/v1/realtime")
 """The routes that speak OpenAI's protocol, errors included."""
 _OPENAI_TYPES = {401: "invalid_request_error", 429: "rate_limit_exceeded"}
 _OPENAI_CODES = {401: "invalid_api_key", 413: "file_too_large", 429: "rate_limit_exceeded"}

@@ -11,8 +11,9 @@ and a normal close). It gets back:
 
 * ``Results``: interim ones (``is_final`` false, with ``interim_results=true``) from the
   recognizer's partials; final ones from its finals, ``speech_final`` when silence ended the
-  utterance (``endpointing`` ms of it, 800 by default, at least 300); words with their start,
-  end and confidence (the recognizer's word probability);
+  utterance (``endpointing`` ms of it, 800 by default; a shorter value, such as LiveKit's 25,
+  is taken as 800: cutting sooner makes the recognizer decode other words); words with their
+  start, end and confidence (the recognizer's word probability);
 * ``SpeechStarted`` (with ``vad_events=true``) when a new utterance's first words are heard;
 * ``UtteranceEnd`` (with ``utterance_end_ms``) once that much audio has gone by after the
   last final word with no new speech;
@@ -22,167 +23,161 @@ A connection quiet for 10 s (no audio, no message: ``KeepAlive`` holds it) is cl
 1011 ``NET-0001``, as Deepgram closes it; a token revoked while it streams is checked before
 each final, and closes it with 1008.
 
-Query parameters taken: ``encoding`` (linear16 only), ``sample_rate`` (16000 only),
-``channels`` (1 only), ``language`` (as the server's model knows it; ``en-US`` is ``en``),
+Query parameters taken: ``encoding`` (``linear16``, ``mulaw`` and ``alaw`` at any
+``sample_rate``; ``opus``, ``ogg-opus``, ``webm``, ``flac``... in a container, or none given and
+the first bytes a container; ``heard.asr.incoming``), ``channels`` (up to 8, each its own
+stream, its ``Results`` marked by ``channel_index``; ``multichannel`` taken either way),
+``language`` (as the server's model knows it; ``en-US`` is ``en``),
 ``model`` (any name: the server's recognizer answers, and ``Metadata`` says which),
 ``interim_results``, ``punctuate`` (false, Deepgram's default: no punctuation and lower case),
 ``endpointing``, ``utterance_end_ms``, ``vad_events``; ``smart_format``, ``numerals``,
 ``filler_words``, ``version`` and ``mip_opt_out`` are accepted and have no effect. Anything
 else, or a value heard cannot honour, refuses the handshake with a 400 saying which, as
-Deepgram does; a bad key is a 401, a token over its rate limit a 429. The rate limits are
-``/v1/live``'s, shared with it per token; frames over 64 KiB close with 1009, a malformed one
-with 1007.
+Deepgram does; a bad key is a 401, a token over its rate limit a 429. The socket's rules
+(limits shared per token with ``/v1/live``, frames over 64 KiB closed with 1009, the way out)
+are the session loop's (``heard.server.session``); this module is the protocol's codec. A
+malformed frame closes with 1007.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi import WebSocket
 from fastapi.responses import JSONResponse
 
 from heard.asr.audio import SAMPLE_RATE
+from heard.asr.incoming import IncomingAudio
+from heard.asr.microphone import Microphone, whisper_recognizer
 from heard.asr.streaming import Decoded, StreamOptions, strip_punctuation
 from heard.asr.whisper import load_model
-from heard.errors import InputError
-from heard.live.microphone import Microphone
-from heard.server import quotas
-from heard.server.frames import (
-    CLOSE_INVALID,
-    CLOSE_POLICY,
-    CLOSE_TOO_BIG,
-    MAX_FRAME_BYTES,
-    REVOKED,
-    SEND_TIMEOUT_S,
-    close_reason,
-)
+from heard.errors import AudioError
 from heard.server.listen_options import ListenOptions, parse_options
+from heard.server.session import (
+    CLOSE_ERROR,
+    CLOSE_INVALID,
+    CLOSE_NORMAL,
+    MAX_FRAME_BYTES,
+    Closing,
+    Session,
+)
 from heard.storable import unique_keys
-from heard.store.users import authenticate, digest
 from heard.transcript.events import EventKind
 
-if TYPE_CHECKING:
-    from heard.server.state import ServerSettings
-
-__all__ = ["LISTENING", "mount_listen"]
+__all__ = ["IDLE_S", "LISTENING", "DeepgramCodec", "refuse"]
 
 log = logging.getLogger("heard.server.listen")
 
 LISTENING: set[str] = set()
-"""The request ids of the connections open now, each with its microphone (one that leaves,
-however it leaves, is taken out once its microphone is closed)."""
-CLOSE_NORMAL = 1000
-CLOSE_IDLE = 1011
+"""The request ids of the connections open now, each with its microphones (one that leaves,
+however it leaves, is taken out once its microphones are closed)."""
 IDLE_S = 10.0
 """A connection that sends neither audio nor a message for this long is closed (1011,
 ``NET-0001``), as Deepgram closes it: ``KeepAlive`` is how a client holds a quiet one open."""
-CHANNEL = [0, 1]
-"""Deepgram's ``channel_index``: channel 0 of 1."""
+CONTAINER_MAGIC = (b"OggS", b"\x1aE\xdf\xa3", b"RIFF", b"fLaC", b"ID3")
 
 
-def _token(websocket: WebSocket) -> tuple[str, bool]:
-    """The key the client sent, and whether it came as the ``token`` subprotocol."""
-    header = websocket.headers.get("authorization", "")
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() in ("token", "bearer") and key.strip():
-        return key.strip(), False
-    offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",")]
-    if len(offered) == 2 and offered[0] == "token":
-        return offered[1], True
-    return websocket.query_params.get("token", ""), False
-
-
-async def _refuse(websocket: WebSocket, status: int, code: str, message: str) -> None:
+async def refuse(websocket: WebSocket, status: int, message: str) -> None:
     """Refuse the handshake with an HTTP status and Deepgram's error body."""
-    body = {"err_code": code, "err_msg": message, "request_id": str(uuid.uuid4())}
+    codes = {400: "Bad Request", 401: "INVALID_AUTH", 429: "TOO_MANY_REQUESTS"}
+    body = {"err_code": codes.get(status, "ERROR"), "err_msg": message,
+            "request_id": str(uuid.uuid4())}  # fmt: skip
     await websocket.send_denial_response(JSONResponse(body, status_code=status))
 
 
-class _Stream:
-    """One connection's Deepgram side: what to send for each thing the recognizer decodes."""
+class _Channel:
+    """One channel's Deepgram side: what to send for each thing its recognizer decodes."""
 
-    def __init__(
-        self,
-        websocket: WebSocket,
-        options: ListenOptions,
-        token_valid: Callable[[], Awaitable[bool]] | None = None,
-    ) -> None:
-        self.websocket = websocket
-        self.options = options
-        self.token_valid = token_valid
-        self.revoked = False
-        """The token was revoked: no more finals go out, and the connection is closed."""
-        self.request_id = str(uuid.uuid4())
-        self.model_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"heard:{options.model}"))
-        self.audio = hashlib.sha256()
-        self.received = 0  # samples
-        self.finalizing = False
+    def __init__(self, codec: DeepgramCodec, index: int) -> None:
+        self.codec = codec
+        self.index = [index, codec.options.channels]
         self.speaking = False
         self.last_word_end: float | None = None
         """End of the last final word, while no UtteranceEnd has been sent for it."""
-        self.stuck = False
-
-    async def send(self, message: dict[str, Any]) -> None:
-        if self.stuck:
-            return
-        try:
-            await asyncio.wait_for(self.websocket.send_text(json.dumps(message)), SEND_TIMEOUT_S)
-        except TimeoutError:
-            self.stuck = True  # not reading: the receive loop closes it
+        self.received = 0  # samples at 16 kHz
 
     async def decoded(self, d: Decoded) -> None:
         final = d.kind is EventKind.FINAL
-        if self.revoked or (not d.text and not self.speaking):
+        session = self.codec.session
+        if session.revoked or (not d.text and not self.speaking):
             return
-        if final and self.token_valid is not None and not await self.token_valid():
-            self.revoked = True  # checked before each final, as /v1/live checks it
-            log.warning("listen %s: the token was revoked; closing", self.request_id)
-            with contextlib.suppress(Exception):
-                closing = self.websocket.close(CLOSE_POLICY, REVOKED)
-                await asyncio.wait_for(closing, SEND_TIMEOUT_S)
-            return
+        if final and not await session.admit_final():
+            return  # revoked: the session closes with 1008
         if not self.speaking:
-            await self._started(d)
+            self.speaking = True
+            self.last_word_end = None
+            if self.codec.options.vad_events:
+                session.send({"type": "SpeechStarted", "channel": self.index,
+                              "timestamp": d.start_s})  # fmt: skip
         if not final:
             self.last_word_end = None  # speech goes on: no UtteranceEnd yet
-            if self.options.interim:
-                await self.send(self._results(d, final=False))
+            if self.codec.options.interim:
+                session.send(self.codec.results(d, final=False, channel=self.index))
             return
-        await self.send(self._results(d, final=True))
+        session.send(self.codec.results(d, final=True, channel=self.index))
         self.last_word_end = d.end_s
         if d.endpoint:
             self.speaking = False
 
-    async def _started(self, d: Decoded) -> None:
-        self.speaking = True
-        self.last_word_end = None
-        if self.options.vad_events:
-            await self.send({"type": "SpeechStarted", "channel": CHANNEL, "timestamp": d.start_s})
+    def heard(self, samples: int) -> None:
+        self.received += samples
+        wait = self.codec.options.utterance_end_ms
+        end = self.last_word_end
+        if (
+            wait is not None
+            and end is not None
+            and self.received / SAMPLE_RATE - end >= wait / 1000
+        ):
+            self.last_word_end = None
+            self.codec.session.send(
+                {"type": "UtteranceEnd", "channel": self.index, "last_word_end": end}
+            )
 
-    def _results(self, d: Decoded, final: bool) -> dict[str, Any]:
+
+class DeepgramCodec:
+    """Deepgram's live protocol on the session loop (the module doc)."""
+
+    protocol: str = "listen"
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    idle_s: float | None = IDLE_S
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.idle_s = IDLE_S  # read now: a test shortens it
+        whisper = session.settings.whisper
+        self.options: ListenOptions = parse_options(session.params, whisper)
+        self.whisper = replace(whisper, language=self.options.language)
+        load_model(self.whisper).language(self.options.language)  # InputError: a 400
+        self.request_id = str(uuid.uuid4())
+        self.model_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"heard:{self.options.model}"))
+        self.audio_sha = hashlib.sha256()
+        self.bytes_in = 0
+        self.finalizing = False
+        self.number = 0
+        self.incoming: IncomingAudio | None = None
+        self.channels = [_Channel(self, c) for c in range(self.options.channels)]
+        self.microphones: list[Microphone] = []
+
+    async def start(self) -> None:
+        LISTENING.add(self.request_id)
+
+    def results(self, d: Decoded, *, final: bool, channel: list[int]) -> dict[str, Any]:
         words = [
-            {
-                "word": strip_punctuation(w.text).lower(),
-                "start": w.start,
-                "end": w.end,
-                "confidence": w.probability,
-                "punctuated_word": w.text,
-            }
+            {"word": strip_punctuation(w.text).lower(), "start": w.start, "end": w.end,
+             "confidence": w.probability, "punctuated_word": w.text}
             for w in d.words
-        ]
+        ]  # fmt: skip
         confidence = sum(w.probability for w in d.words) / len(d.words) if d.words else 0.0
         return {
             "type": "Results",
-            "channel_index": CHANNEL,
+            "channel_index": channel,
             "duration": round(d.end_s - d.start_s, 3),
             "start": d.start_s,
             "is_final": final,
@@ -197,145 +192,104 @@ class _Stream:
     def _model_info(self) -> dict[str, str]:
         return {"name": self.options.model, "version": "heard", "arch": "whisper"}
 
-    async def heard_audio(self, pcm: bytes) -> None:
-        self.audio.update(pcm)
-        self.received += len(pcm) // 2
-        wait = self.options.utterance_end_ms
-        end = self.last_word_end
-        if (
-            wait is not None
-            and end is not None
-            and self.received / SAMPLE_RATE - end >= wait / 1000
-        ):
-            self.last_word_end = None
-            await self.send({"type": "UtteranceEnd", "channel": CHANNEL, "last_word_end": end})
-
     def metadata(self) -> dict[str, Any]:
         return {
             "type": "Metadata",
             "transaction_key": "deprecated",
             "request_id": self.request_id,
-            "sha256": self.audio.hexdigest(),
+            "sha256": self.audio_sha.hexdigest(),
             "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "duration": round(self.received / SAMPLE_RATE, 3),
-            "channels": 1,
+            "duration": round(self.channels[0].received / SAMPLE_RATE, 3),
+            "channels": self.options.channels,
             "models": [self.model_uuid],
             "model_info": {self.model_uuid: self._model_info()},
         }
 
+    def _start_audio(self, first: bytes) -> IncomingAudio:
+        o = self.options
+        encoding = o.encoding
+        if encoding == "sniff":
+            encoding = "container" if first.startswith(CONTAINER_MAGIC) else "linear16"
+        stream = StreamOptions(end_silence_ms=o.endpointing_ms, word_timestamps=True,
+                               strip_punctuation=not o.punctuate)  # fmt: skip
+        recognizer = whisper_recognizer(self.whisper, stream, shared=True)
+        name = self.session.user.name
+        for channel in self.channels:
+            speaker = name if o.channels == 1 else f"{name} {channel.index[0]}"
+            self.microphones.append(Microphone(speaker, None, lambda chunk_ms, rtf: None,
+                                               recognizer, on_decoded=channel.decoded))  # fmt: skip
+        return IncomingAudio(encoding, o.sample_rate, o.channels)
 
-def mount_listen(app: FastAPI, settings: ServerSettings) -> None:
-    """Serve ``/v1/listen``; the rate limits are the live socket's, per token
-    (``app.state.live_quotas``)."""
-    by_token: dict[str, quotas.Quota] = app.state.live_quotas
+    def _hand_on(self, pcm: list[bytes]) -> None:
+        self.session.charge_audio(sum(len(p) for p in pcm))
+        for microphone, channel, data in zip(self.microphones, self.channels, pcm, strict=True):
+            if data:
+                microphone.add(data)
+                channel.heard(len(data) // 2)
 
-    @app.websocket("/v1/listen")
-    async def listen(websocket: WebSocket) -> None:
-        token, as_subprotocol = _token(websocket)
-        quota = by_token.get(digest(token)) if token else None
-        if quota is not None and (wait_s := quota.barred_for()) > 0:
-            await asyncio.sleep(min(wait_s, quotas.REFUSAL_DELAY_S))
-            await _refuse(websocket, 429, "TOO_MANY_REQUESTS", f"over the rate limit: wait "
-                          f"{wait_s:.0f} s")  # fmt: skip
+    async def audio(self, data: bytes) -> None:
+        self.number += 1
+        if not data:  # Deepgram's older way to close the stream
+            await self.text('{"type": "CloseStream"}')
             return
-        user = await asyncio.to_thread(authenticate, settings.db, token) if token else None
-        if user is None:
-            await _refuse(websocket, 401, "INVALID_AUTH", "Invalid credentials: a heard token")
-            return
-        params = dict(websocket.query_params)
+        if self.incoming is None:
+            self.incoming = self._start_audio(data)
+        self.audio_sha.update(data)
         try:
-            options = parse_options(params, settings.whisper)
-            chosen = replace(settings.whisper, language=options.language)
-            await asyncio.to_thread(lambda: load_model(chosen).language(options.language))
-        except InputError as e:
-            await _refuse(websocket, 400, "Bad Request", str(e))
-            return
-        quota = by_token.setdefault(digest(token), quotas.Quota())
-        await websocket.accept(subprotocol="token" if as_subprotocol else None)
+            pcm = self.incoming.feed(data)
+        except AudioError as e:
+            raise Closing(CLOSE_INVALID, f"frame {self.number}: {e}") from None
+        self._hand_on(pcm)
 
-        async def token_valid() -> bool:
-            return await asyncio.to_thread(authenticate, settings.db, token) is not None
-
-        stream = _Stream(websocket, options, token_valid)
-        microphone = Microphone(
-            user.name, None, lambda chunk_ms, rtf: None, chosen,
-            stream=StreamOptions(end_silence_ms=options.endpointing_ms, word_timestamps=True,
-                                 strip_punctuation=not options.punctuate),
-            on_decoded=stream.decoded, shared=True,
-        )  # fmt: skip
-        close: tuple[int, str] | None = None
-        LISTENING.add(stream.request_id)
+    async def _flush(self) -> None:
+        self.finalizing = True
         try:
-            close = await _receive(websocket, stream, microphone, quota)
+            await asyncio.gather(*(m.flush() for m in self.microphones))
         finally:
-            with contextlib.suppress(Exception):
-                await microphone.close()
-            LISTENING.discard(stream.request_id)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    closing = websocket.close(close[0], close_reason(close[1]))
-                    await asyncio.wait_for(closing, SEND_TIMEOUT_S)
+            self.finalizing = False
 
-
-async def _receive(
-    websocket: WebSocket, stream: _Stream, microphone: Microphone, quota: quotas.Quota
-) -> tuple[int, str] | None:
-    """Frames until the client leaves (None) or must be closed (a code and a reason)."""
-    number = 0
-    while True:
-        try:
-            message = await asyncio.wait_for(websocket.receive(), IDLE_S)
-        except WebSocketDisconnect:
-            return None
-        except TimeoutError:
-            return CLOSE_IDLE, f"NET-0001: no audio or message for {IDLE_S:g} s"
-        if message["type"] == "websocket.disconnect":
-            return None
-        number += 1
-        if stream.revoked:
-            return CLOSE_POLICY, REVOKED
-        if stream.stuck:
-            return CLOSE_POLICY, "not reading: messages waited too long"
-        raw, data = message.get("text"), message.get("bytes")
-        size = len(raw.encode()) if raw is not None else len(data or b"")
-        if size > MAX_FRAME_BYTES:
-            return CLOSE_TOO_BIG, f"frame {number} is over {MAX_FRAME_BYTES} bytes"
-        if raw is None and not data:  # Deepgram's older way to close the stream
-            raw = '{"type": "CloseStream"}'
-        if raw is None:
-            if not data or len(data) % 2:
-                return CLOSE_INVALID, f"frame {number}: audio must be PCM16 (an even byte count)"
-            if not quota.pcm.take(len(data)):
-                quota.bar()
-                return CLOSE_POLICY, f"frame {number}: over {quotas.limit_text('audio')}"
-            microphone.add(data)
-            await stream.heard_audio(data)
-            continue
-        if not quota.events.take(1):
-            quota.bar()
-            return CLOSE_POLICY, f"frame {number}: over {quotas.limit_text('events')}"
+    async def text(self, raw: str) -> None:
+        self.number += 1
         try:
             control = json.loads(raw, object_pairs_hook=unique_keys)
         except (ValueError, RecursionError):
-            return CLOSE_INVALID, f"frame {number}: not a JSON control message"
+            raise Closing(
+                CLOSE_INVALID, f"frame {self.number}: not a JSON control message"
+            ) from None
         kind = control.get("type") if isinstance(control, dict) else None
         if kind == "KeepAlive":
-            continue
+            return
         if kind == "Configure":  # keyterms mid-stream: heard's recognizer takes none
-            await stream.send({"type": "ConfigureFailure", "request_id": stream.request_id,
+            self.session.send({"type": "ConfigureFailure", "request_id": self.request_id,
                                "code": "CONFIGURE_KEYTERMS_NOT_SUPPORTED",
                                "description": "heard's recognizer takes no keyterms"})  # fmt: skip
-            continue
-        if kind in ("Finalize", "CloseStream"):
-            stream.finalizing = True
-            await microphone.flush()
-            stream.finalizing = False
-            if kind == "CloseStream":
-                await stream.send(stream.metadata())
-                return CLOSE_NORMAL, ""
-            continue
+            return
+        if kind == "Finalize":
+            await self._flush()
+            return
+        if kind == "CloseStream":
+            if self.incoming is not None:  # a resampler's or a container's last samples
+                try:
+                    self._hand_on(await asyncio.to_thread(self.incoming.finish))
+                except AudioError as e:
+                    raise Closing(CLOSE_INVALID, f"frame {self.number}: {e}") from None
+            await self._flush()
+            self.session.send(self.metadata())
+            raise Closing(CLOSE_NORMAL, "")
         shown = str(kind)[:40] if kind is not None else "no type"
-        return (
+        raise Closing(
             CLOSE_INVALID,
-            f"frame {number}: {shown}: KeepAlive, Finalize, CloseStream or Configure",
+            f"frame {self.number}: {shown}: KeepAlive, Finalize, CloseStream or Configure",
         )
+
+    def error(self, detail: str) -> None:
+        """Deepgram says nothing before a close; the close's reason carries it."""
+
+    def on_idle(self) -> Closing:
+        return Closing(CLOSE_ERROR, f"NET-0001: no audio or message for {IDLE_S:g} s")
+
+    async def close(self) -> None:
+        try:
+            await asyncio.gather(*(m.close() for m in self.microphones), return_exceptions=True)
+        finally:
+            LISTENING.discard(self.request_id)

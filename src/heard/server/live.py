@@ -31,6 +31,8 @@ The server answers with JSON messages:
 A malformed frame closes the connection with 1007, text no store can keep (a NUL, a lone
 surrogate, a speaker over 200 characters) too, naming the field; an oversize frame (over
 64 KiB) with 1009; each is logged without the frame's text, and no other connection notices.
+The socket's rules (who, limits, the way out, the end) are the session loop's
+(``heard.server.session``); this module is the protocol's codec.
 
 No connection can starve the others. Frames are read one at a time (the next only once the
 last is handled, so what waits is bounded by the socket and uvicorn's queue of 32 frames);
@@ -50,17 +52,19 @@ its messages are too small to back up.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import json
 import logging
-import uuid
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, WebSocket
+from fastapi import WebSocket
 
+from heard.asr.audio import SAMPLE_RATE
+from heard.asr.microphone import Microphone, whisper_recognizer
+from heard.errors import EventLogError, InputError
 from heard.live.prepared import PreparedContext
 from heard.live.session import live_session
 from heard.memory.evidence import Evidence
-from heard.release.tracker import SELECTABLE_MODES
+from heard.release.tracker import SELECTABLE_MODES, ReleaseUnit
 from heard.release.translation import (
     IdentityTranslator,
     LLMTranslator,
@@ -68,170 +72,213 @@ from heard.release.translation import (
     TranslationQueue,
     Translator,
 )
-from heard.server import quotas
-from heard.server.frames import (
-    CLOSE_POLICY,
-    SEND_TIMEOUT_S,
-    Outbox,
-    Releases,
-    close_reason,
-    receive,
-)
 from heard.server.messages import (
     Context,
+    Degraded,
+    End,
     Error,
     Final,
+    Heard,
+    Hypothesis,
+    LiveMessage,
+    Release,
     Translation,
 )
-from heard.store.users import authenticate, digest
+from heard.server.session import (
+    CLOSE_INVALID,
+    CLOSE_POLICY,
+    MAX_FRAME_BYTES,
+    REVOKED,
+    Closing,
+    Session,
+)
+from heard.storable import unique_keys
+from heard.transcript.events import EventKind, TranscriptEvent, parse_event
+from heard.transcript.stabilizer import TranscriptStep
 
 if TYPE_CHECKING:
-    from heard.server.state import Memories, ServerSettings
+    from heard.live.conversation import Conversation
+    from heard.server.state import Memories
 
-__all__ = ["mount_live"]
+__all__ = ["LiveCodec", "is_end", "refuse"]
 
 log = logging.getLogger("heard.server.live")
 
 
-def mount_live(app: FastAPI, settings: ServerSettings, memories: Memories) -> None:
-    db = settings.db
+async def refuse(websocket: WebSocket, status: int, message: str) -> None:
+    """heard's live socket refuses a handshake with a close (1008) and the reason."""
+    await websocket.close(code=CLOSE_POLICY, reason=message[:120])
 
-    by_token: dict[str, quotas.Quota] = {}
-    app.state.live_quotas = by_token  # shared with /v1/listen: a token's limits are one
 
-    @app.websocket("/v1/live")
-    async def live(websocket: WebSocket) -> None:
-        header = websocket.headers.get("authorization", "")
-        token = header[7:] if header.lower().startswith("bearer ") else ""
-        token = token or websocket.query_params.get("token", "")
-        key = digest(token)
-        quota = by_token.get(key) if token else None
-        if quota is not None and (wait_s := quota.barred_for()) > 0:
-            # held a moment before the refusal: a client reconnecting in a loop then costs a
-            # sleeping coroutine, not a handshake a millisecond
-            await asyncio.sleep(min(wait_s, quotas.REFUSAL_DELAY_S))
-            await websocket.close(
-                code=CLOSE_POLICY, reason=f"over the rate limit: wait {wait_s:.0f} s"
-            )
-            return
-        user = await asyncio.to_thread(authenticate, db, token) if token else None
-        if user is None:
-            await websocket.close(code=CLOSE_POLICY, reason="a valid token is required")
-            return
-        quota = by_token.setdefault(key, quotas.Quota())
+def is_end(raw: str) -> bool:
+    """``{"type": "end"}``, however it is spaced."""
+    if '"end"' not in raw:
+        return False
+    try:
+        message = json.loads(raw, object_pairs_hook=unique_keys)
+    except (ValueError, RecursionError):  # not an end: parsing it as an event says why
+        return False
+    return isinstance(message, dict) and message.get("type") == "end"
 
-        async def token_valid() -> bool:
-            return await asyncio.to_thread(authenticate, db, token) is not None
 
-        mode_name = websocket.query_params.get("mode", "balanced")
+class Releases:
+    """Caption units on their way out: held while a step is fed (they follow the hypothesis
+    that released them), sent at once when the captions' timer releases them."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.held: list[LiveMessage] | None = None
+
+    def release(self, unit: ReleaseUnit) -> None:
+        message = Release.model_validate(unit.to_dict())
+        if self.held is not None:
+            self.held.append(message)
+        else:
+            self.session.send(message)
+
+    async def feed(self, conversation: Conversation, event: TranscriptEvent) -> TranscriptStep:
+        self.held = []
+        return await conversation.feed(event)
+
+    def flush(self) -> None:
+        for message in self.held or ():
+            self.session.send(message)
+        self.held = None
+
+
+class LiveCodec:
+    """heard's live protocol: transcript events or PCM16 audio in, hypotheses, caption units,
+    contexts and finals out (the module doc)."""
+
+    protocol: str = "live"
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    idle_s: float | None = None
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        mode_name = session.params.get("mode", "balanced")
         if mode_name not in SELECTABLE_MODES:
             modes = " or ".join(SELECTABLE_MODES)
-            await websocket.close(
-                code=CLOSE_POLICY, reason=f"unknown caption mode {mode_name[:40]!r}: {modes}"
-            )
-            return
-        await websocket.accept()
-        connection = uuid.uuid4().hex[:8]
-        memory = await asyncio.to_thread(memories.of, user.owner)
-        outbox = Outbox()
+            raise InputError(f"unknown caption mode {mode_name[:40]!r}: {modes}")
+        self.mode = SELECTABLE_MODES[mode_name]
+        self.speaker = session.params.get("speaker", "you")[:200] or "you"
+        self.target = session.params.get("translate", "")[:10]
+        self.outgoing = Releases(session)
+        self.microphone: Microphone | None = None
+        self.received = 0  # audio samples
+        self.number = 0
+        self.conversation: Conversation | None = None
 
-        def on_context(context: PreparedContext) -> None:
-            outbox.put_nowait(Context.model_validate(context.to_dict()))
-
-        def on_remembered(turn: str, evidence: Evidence, problem: str | None) -> None:
-            # a final is acknowledged once it is stored, or the client hears it was not
-            if problem is None:
-                outbox.put_nowait(Final(speaker=evidence.speaker, turn=turn, text=evidence.text))
-                return
-            log.error("live %s (%s): final of turn %s not stored (%s)", connection, user.name,
-                      turn, problem.split(":")[0])  # fmt: skip
-            outbox.put_nowait(Error(turn=turn, speaker=evidence.speaker,
-                                    detail="the final was not stored; send it again"))  # fmt: skip
-
-        outgoing = Releases(outbox)
-        target = websocket.query_params.get("translate", "")[:10]
+    async def start(self) -> None:
+        s = self.session
+        memories: Memories = s.websocket.app.state.memories
+        memory = await asyncio.to_thread(memories.of, s.user.owner)
         translations: TranslationQueue | None = None
-        if target:
-            provider = settings.memory.provider
+        if self.target:
+            provider = s.settings.memory.provider
             translator: Translator = (
                 LLMTranslator(provider) if provider is not None else IdentityTranslator()
             )
-
-            def on_translated(done: TranslatedUnit) -> None:
-                outbox.put_nowait(
-                    Translation(speaker=done.unit.speaker, text=done.unit.text,
-                                translation=done.translation, target=target,
-                                translator=done.translator, error=done.error)
-                )  # fmt: skip
-
-            translations = TranslationQueue(translator, target=target, on_translated=on_translated)
-
-        conversation = live_session(
-            memory.recall,  # the user's pages and evidence, as they are when the call starts
-            conversation_id=f"live-{connection}",
-            database=db,
-            owner=user.owner,
-            lock=memory.lock,
-            release_mode=SELECTABLE_MODES[mode_name],
-            on_context=on_context,
-            on_release=outgoing.release,
-            translations=translations,
-            on_remembered=on_remembered,
-            language=settings.whisper.language or "",
-        )
-
-        async def send_all() -> None:
-            while (message := await outbox.get()) is not None:
-                try:
-                    await asyncio.wait_for(
-                        websocket.send_text(message.model_dump_json()), SEND_TIMEOUT_S
-                    )
-                except TimeoutError:
-                    outbox.stuck.set()
-                    return
-
-        sender = asyncio.create_task(send_all())
-        receiving = asyncio.create_task(
-            receive(
-                websocket,
-                conversation,
-                outbox,
-                outgoing,
-                user.name,
-                connection,
-                settings.whisper,
-                quota,
-                token_valid,
+            translations = TranslationQueue(
+                translator, target=self.target, on_translated=self._translated
             )
+        self.conversation = live_session(
+            memory.recall,  # the user's pages and evidence, as they are when the call starts
+            conversation_id=f"live-{s.id}",
+            database=s.settings.db,
+            owner=s.user.owner,
+            lock=memory.lock,
+            release_mode=self.mode,
+            on_context=self._context,
+            on_release=self.outgoing.release,
+            translations=translations,
+            on_remembered=self._remembered,
+            language=s.settings.whisper.language or "",
         )
-        stuck = asyncio.create_task(outbox.stuck.wait())
-        close: tuple[int, str] | None = None
+
+    def _context(self, context: PreparedContext) -> None:
+        self.session.send(Context.model_validate(context.to_dict()))
+
+    def _remembered(self, turn: str, evidence: Evidence, problem: str | None) -> None:
+        # a final is acknowledged once it is stored, or the client hears it was not
+        if problem is None:
+            self.session.send(Final(speaker=evidence.speaker, turn=turn, text=evidence.text))
+            return
+        log.error("live %s: final of turn %s not stored (%s)", self.session.name, turn,
+                  problem.split(":")[0])  # fmt: skip
+        self.session.send(Error(turn=turn, speaker=evidence.speaker,
+                                detail="the final was not stored; send it again"))  # fmt: skip
+
+    def _translated(self, done: TranslatedUnit) -> None:
+        self.session.send(
+            Translation(speaker=done.unit.speaker, text=done.unit.text,
+                        translation=done.translation, target=self.target,
+                        translator=done.translator, error=done.error)
+        )  # fmt: skip
+
+    async def _feed(self, event: TranscriptEvent) -> bool:
+        """One event into the conversation; a final only while the token is valid (False:
+        it was revoked, and the session is ending)."""
+        assert self.conversation is not None
+        if event.kind is EventKind.FINAL and not await self.session.admit_final():
+            return False
+        step = await self.outgoing.feed(self.conversation, event)
+        h = step.hypothesis
+        self.session.send(
+            Hypothesis(speaker=step.speaker, turn=str(step.turn_id), stable=h.stable_prefix,
+                       unstable=h.unstable_suffix, t_ms=step.t_ms)
+        )  # fmt: skip
+        self.outgoing.flush()
+        return True
+
+    async def _heard(self, event: TranscriptEvent) -> None:
+        if not self.session.revoked:
+            await self._feed(event)
+
+    def _degraded(self, chunk_ms: int, rtf: float) -> None:
+        self.session.send(Degraded(chunk_ms=chunk_ms, rtf=rtf))
+
+    async def audio(self, data: bytes) -> None:
+        self.number += 1
+        if not data or len(data) % 2:
+            raise Closing(
+                CLOSE_INVALID, f"frame {self.number}: audio must be PCM16 (an even number of bytes)"
+            )
+        self.session.charge_audio(len(data))
+        if self.microphone is None:
+            recognizer = whisper_recognizer(self.session.settings.whisper, shared=True)
+            self.microphone = Microphone(self.speaker, self._heard, self._degraded, recognizer)
+        self.microphone.add(data)
+        self.received += len(data) // 2
+        self.session.send(Heard(received_ms=self.received * 1000 // SAMPLE_RATE))
+
+    async def text(self, raw: str) -> None:
+        self.number += 1
+        assert self.conversation is not None
+        if is_end(raw):
+            # answered once everything sent before it is: the audio's last final decoded,
+            # every final stored (or its error sent), every context prepared
+            if self.microphone is not None:
+                await self.microphone.flush()
+            await self.conversation.join()
+            self.session.send(End())
+            return
         try:
-            await asyncio.wait({receiving, stuck}, return_when=asyncio.FIRST_COMPLETED)
-            if receiving.done():
-                close = receiving.result()
-            else:  # the client does not take its messages: it is closed, nobody waits on it
-                receiving.cancel()
-                with contextlib.suppress(BaseException):
-                    await receiving
-                log.warning("live %s (%s): not reading its messages, closed", connection,
-                            user.name)  # fmt: skip
-                close = CLOSE_POLICY, "not reading: messages waited too long or piled up"
-        finally:
-            stuck.cancel()
-            if not receiving.done():
-                receiving.cancel()
-            await conversation.join()
-            await conversation.settle_captions()
-            if outbox.stuck.is_set():
-                sender.cancel()
-            else:
-                outbox.put_nowait(None)
-            with contextlib.suppress(BaseException):
-                await sender
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(
-                        websocket.close(code=close[0], reason=close_reason(close[1])),
-                        SEND_TIMEOUT_S,
-                    )
+            event = parse_event(raw, "frame", self.number)
+        except EventLogError as e:
+            raise Closing(CLOSE_INVALID, str(e)[:120]) from None
+        if not await self._feed(event):
+            raise Closing(CLOSE_POLICY, REVOKED)
+
+    def error(self, detail: str) -> None:
+        self.session.send(Error(detail=detail))
+
+    def on_idle(self) -> Closing:  # idle_s is None: never called
+        raise AssertionError("the live socket has no idle limit")
+
+    async def close(self) -> None:
+        if self.microphone is not None:
+            await self.microphone.close()
+        if self.conversation is not None:
+            await self.conversation.join()
+            await self.conversation.settle_captions()

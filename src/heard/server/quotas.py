@@ -1,7 +1,7 @@
 """What one token may send over all its live connections (``/v1/live``): token buckets for
 transcript events and for audio, and a bar on new connections after going over either; and
-how much evidence one user may store a minute over REST; how many files the server
-transcribes at once (``Slots``).
+how much evidence one user may store a minute over REST; how much heavy work runs at once
+(``Slots``), and the turns of whole files waiting to be transcribed (``FairQueue``).
 
 Pure but for the clock, which is injected (``time.monotonic`` by default): tests move it.
 """
@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from heard.errors import BusyError
+from heard.errors import BusyError, StoppingError
 
 __all__ = [
     "AUDIO_BURST",
@@ -25,6 +25,7 @@ __all__ = [
     "EVIDENCE_BYTES_PER_S",
     "REFUSAL_DELAY_S",
     "Bucket",
+    "FairQueue",
     "Quota",
     "Slots",
     "limit_text",
@@ -125,3 +126,72 @@ class Slots:
         finally:
             with self._lock:
                 self._busy.discard(owner)
+
+
+class FairQueue:
+    """Whole files to transcribe: ``total`` at once; the rest wait their turn, at most
+    ``per_user`` of one user and ``waiting`` in all (past that, ``BusyError``: a 429 with
+    Retry-After). When a place frees, the waiting user served longest ago goes first (one
+    user re-posting cannot keep the place from another), each user's own files in the order
+    they came. ``stopping`` set: the waiting give up with ``StoppingError`` (a 503)."""
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        per_user: int = 4,
+        waiting: int = 32,
+        stopping: threading.Event | None = None,
+        typical_s: float = 10.0,
+    ) -> None:
+        self.total, self.per_user, self.waiting = total, per_user, waiting
+        self.stopping = stopping or threading.Event()
+        self.typical_s = typical_s
+        """About how long one file takes: Retry-After is this times the files ahead."""
+        self._lock = threading.Condition()
+        self._running = 0
+        self._queue: list[tuple[int, str]] = []  # (ticket, owner), in arrival order
+        self._served: dict[str, int] = {}  # owner -> the ticket counter when last served
+        self._counter = 0
+
+    def _next(self) -> int | None:
+        """The ticket whose turn it is: its user served longest ago, then the oldest."""
+        if not self._queue:
+            return None
+        firsts: dict[str, int] = {}
+        for ticket, owner in self._queue:
+            firsts.setdefault(owner, ticket)
+        owner = min(firsts, key=lambda o: (self._served.get(o, -1), firsts[o]))
+        return firsts[owner]
+
+    @contextlib.contextmanager
+    def taken(self, owner: str) -> Iterator[None]:
+        with self._lock:
+            mine = sum(1 for _, o in self._queue if o == owner)
+            if mine >= self.per_user or len(self._queue) >= self.waiting:
+                ahead = len(self._queue) + self._running
+                if mine >= self.per_user:
+                    detail = f"this user has {mine} files waiting to be transcribed"
+                else:
+                    detail = f"the server has {len(self._queue)} files waiting to be transcribed"
+                raise BusyError(f"{detail}; send this one later",
+                                retry_after_s=self.typical_s * ahead / self.total)  # fmt: skip
+            self._counter += 1
+            ticket = self._counter
+            self._queue.append((ticket, owner))
+            try:
+                while not (self._running < self.total and self._next() == ticket):
+                    if self.stopping.is_set():
+                        raise StoppingError("the server is shutting down: send the file again")
+                    self._lock.wait(timeout=1.0)
+            finally:
+                self._queue.remove((ticket, owner))
+                self._lock.notify_all()
+            self._running += 1
+            self._served[owner] = ticket
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._lock.notify_all()

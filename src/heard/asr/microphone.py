@@ -1,6 +1,7 @@
 """A live microphone: PCM16 in, transcript events out, decoding never falling behind for long.
 
-The streaming recognizer runs in a worker thread, one step at a time, on whatever audio has
+The streaming recognizer (any ``StreamingRecognizer``; faster-whisper's by default) runs in a
+worker thread, one step at a time, on whatever audio has
 arrived; what it decodes is handed on as transcript events (``Utterances``: committed words
 gather into sentences). Alone, a microphone paces itself: when steps take longer than the
 audio they cover, the ``Pacer`` widens them (up to 4 s): fewer, longer decodes, told to the
@@ -19,14 +20,43 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.service import DecodeService, shared_service
-from heard.asr.streaming import Decoded, StreamingRecognizer, StreamOptions, Utterances
+from heard.asr.service import shared_service
+from heard.asr.streaming import (
+    Decoded,
+    StreamingRecognizer,
+    StreamOptions,
+    Utterances,
+    WhisperStreamingRecognizer,
+)
 from heard.asr.whisper import WhisperOptions
 from heard.transcript.events import TranscriptEvent
 
-__all__ = ["Microphone", "Pacer"]
+__all__ = ["Microphone", "Pacer", "RecognizerFactory", "whisper_recognizer"]
 
-log = logging.getLogger("heard.live.microphone")
+RecognizerFactory = Callable[[str], StreamingRecognizer]
+"""Makes one speaker's recognizer (called in a worker thread: loading a model may take a
+while)."""
+
+
+def whisper_recognizer(
+    whisper: WhisperOptions | None = None,
+    stream: StreamOptions | None = None,
+    *,
+    shared: bool = False,
+) -> RecognizerFactory:
+    """faster-whisper's streaming recognizer; ``shared`` decodes on the process's
+    ``DecodeService`` with every other shared stream (``heard serve``)."""
+
+    def start(speaker: str) -> StreamingRecognizer:
+        service = shared_service(whisper or WhisperOptions()) if shared else None
+        return WhisperStreamingRecognizer(
+            speaker=speaker, whisper=whisper, options=stream, decoder=service
+        )
+
+    return start
+
+
+log = logging.getLogger("heard.asr.microphone")
 
 
 NARROW_BELOW_RTF = 0.45
@@ -81,24 +111,20 @@ class Microphone:
     to flush the last final, ``close`` to decode what is left and stop. Each decoded event
     goes to ``on_event``, in order (or, given ``on_decoded``, what the recognizer decoded,
     with its times and words); ``on_degraded(chunk_ms, rtf)`` says the steps widened (or
-    narrowed back).
-    ``whisper`` chooses the model and language (default: tiny.en), ``stream`` the
-    recognizer's options; ``shared`` decodes on the process's ``DecodeService``."""
+    narrowed back). ``recognizer`` makes the speaker's recognizer (default:
+    ``whisper_recognizer()``, tiny.en on this stream's own)."""
 
     def __init__(
         self,
         speaker: str,
         on_event: Callable[[TranscriptEvent], Awaitable[None]] | None,
         on_degraded: Callable[[int, float], None],
-        whisper: WhisperOptions | None = None,
+        recognizer: RecognizerFactory | None = None,
         *,
-        stream: StreamOptions | None = None,
         on_decoded: Callable[[Decoded], Awaitable[None]] | None = None,
-        shared: bool = False,
     ) -> None:
         self.speaker = speaker
-        self.whisper = whisper
-        self.stream = stream
+        self._make = recognizer or whisper_recognizer()
         self.on_event = on_event
         self.on_decoded = on_decoded
         self.on_degraded = on_degraded
@@ -110,8 +136,6 @@ class Microphone:
         self._closing = False
         self._flushed: list[asyncio.Future[None]] = []
         self._pacer = Pacer()
-        self._shared = shared
-        self._service: DecodeService | None = None
         self._utterances = Utterances(speaker)
         self._task = asyncio.create_task(self._run())
 
@@ -155,14 +179,15 @@ class Microphone:
                 samples = (np.frombuffer(pcm, dtype="<i2") / 32768).astype(np.float32)
                 self.received += len(samples)
                 if self._recognizer is None:
-                    self._recognizer = await _in_step_thread(self._start)
-                if self._service is not None:
-                    self._follow(self._service)
+                    self._recognizer = await _in_step_thread(self._make, self.speaker)
+                shared = self._recognizer.paced_step()
+                if shared is not None:
+                    self._follow(*shared)
                 decoded_before = self._recognizer.decoded_to
                 started = time.perf_counter()
                 found = await self._step(self._recognizer.push, samples)
                 spent = time.perf_counter() - started
-                if self._service is None and self._recognizer.decoded_to != decoded_before:
+                if shared is None and self._recognizer.decoded_to != decoded_before:
                     # a step ran: did it take longer than the audio that arrived since the last?
                     covered = (self._recognizer.decoded_to - decoded_before) / SAMPLE_RATE
                     self._pace(spent, covered)
@@ -187,20 +212,12 @@ class Microphone:
             log.exception("microphone %s: a decode step failed; its audio is skipped", self.speaker)
             return []
 
-    def _start(self) -> StreamingRecognizer:
-        if self._shared:
-            self._service = shared_service(self.whisper or WhisperOptions())
-        return StreamingRecognizer(
-            speaker=self.speaker, whisper=self.whisper, options=self.stream, decoder=self._service
-        )
-
-    def _follow(self, service: DecodeService) -> None:
-        """Decode at the service's step, and say so when it moved."""
+    def _follow(self, step: int, load: float) -> None:
+        """Decode at the shared service's step, and say so when it moved."""
         assert self._recognizer is not None
-        step = service.step_ms
         if step != self._recognizer.chunk_ms:
             self._recognizer.chunk_ms = step
-            self.on_degraded(step, round(service.pace.last_load, 2))
+            self.on_degraded(step, load)
 
     def _pace(self, spent_s: float, covered_s: float) -> None:
         assert self._recognizer is not None

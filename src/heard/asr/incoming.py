@@ -1,0 +1,228 @@
+"""Audio as live clients send it, turned into what heard's microphones take: 16 kHz PCM16
+mono, one stream per channel.
+
+``IncomingAudio(encoding, sample_rate, channels)`` takes frames as they arrive (``feed``) and
+gives back each channel's audio so far; ``finish`` gives the rest. Encodings:
+
+* ``linear16`` (PCM16 little-endian), ``mulaw`` and ``alaw`` (G.711, telephony), at any rate
+  and with channels interleaved, converted frame by frame (resampled by FFmpeg's resampler
+  through PyAV, which faster-whisper brings, keeping its state across frames);
+* ``container``: Ogg (Opus, Vorbis, FLAC), WebM/Matroska (Opus), WAV, FLAC, MP3... whatever
+  FFmpeg demuxes, decoded in a thread as the bytes arrive (a browser's MediaRecorder chunks,
+  Deepgram's ``encoding=opus`` streams).
+
+A frame that cannot be what the encoding says (an odd byte count of PCM16, a torn sample
+across channels) raises ``AudioError`` naming it; so does a container FFmpeg cannot read.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from heard.asr.audio import SAMPLE_RATE
+from heard.errors import AudioError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["ENCODINGS", "IncomingAudio", "alaw_to_pcm16", "mulaw_to_pcm16"]
+
+ENCODINGS = ("linear16", "mulaw", "alaw", "container")
+SAMPLE_BYTES = {"linear16": 2, "mulaw": 1, "alaw": 1}
+
+
+def _g711_table(alaw: bool) -> npt.NDArray[np.int16]:
+    import numpy as np
+
+    codes = np.arange(256, dtype=np.int32)
+    if alaw:
+        a = codes ^ 0x55
+        exponent, mantissa = (a >> 4) & 7, a & 0x0F
+        magnitude = np.where(
+            exponent == 0,
+            (mantissa << 4) + 8,
+            ((mantissa << 4) + 0x108) << np.maximum(exponent - 1, 0),
+        )
+        values = np.where(a & 0x80, magnitude, -magnitude)
+    else:
+        u = ~codes & 0xFF
+        exponent, mantissa = (u >> 4) & 7, u & 0x0F
+        magnitude = (((mantissa << 3) + 0x84) << exponent) - 0x84
+        values = np.where(u & 0x80, -magnitude, magnitude)
+    return values.astype(np.int16)
+
+
+def mulaw_to_pcm16(data: bytes) -> npt.NDArray[np.int16]:
+    """G.711 mu-law bytes as PCM16 samples."""
+    import numpy as np
+
+    return _g711_table(alaw=False)[np.frombuffer(data, dtype=np.uint8)]
+
+
+def alaw_to_pcm16(data: bytes) -> npt.NDArray[np.int16]:
+    """G.711 A-law bytes as PCM16 samples."""
+    import numpy as np
+
+    return _g711_table(alaw=True)[np.frombuffer(data, dtype=np.uint8)]
+
+
+class _Resampler:
+    """One channel's PCM16 at ``rate`` to 16 kHz, keeping the filter's state across frames."""
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self._av: Any = None
+        if rate != SAMPLE_RATE:
+            import av
+
+            self._av = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+
+    def __call__(self, samples: npt.NDArray[np.int16] | None) -> bytes:
+        if self._av is None:
+            return b"" if samples is None else samples.astype("<i2").tobytes()
+        import av
+
+        frame = None
+        if samples is not None:
+            if not len(samples):
+                return b""
+            frame = av.AudioFrame.from_ndarray(
+                samples.astype("<i2").reshape(1, -1), format="s16", layout="mono"
+            )
+            frame.sample_rate = self.rate
+        return b"".join(bytes(f.planes[0])[: f.samples * 2] for f in self._av.resample(frame))
+
+
+class IncomingAudio:
+    """One socket's audio in ``encoding`` (``ENCODINGS``) at ``sample_rate`` Hz with
+    ``channels`` interleaved; ``feed`` and ``finish`` return 16 kHz PCM16 per channel."""
+
+    def __init__(self, encoding: str, sample_rate: int = SAMPLE_RATE, channels: int = 1) -> None:
+        if encoding not in ENCODINGS:
+            raise AudioError(f"encoding {encoding[:40]!r}: one of {', '.join(ENCODINGS)}")
+        if not 1 <= channels <= 8:
+            raise AudioError(f"channels: 1 to 8, not {channels}")
+        if not 8000 <= sample_rate <= 192_000:
+            raise AudioError(f"sample_rate: 8000 to 192000 Hz, not {sample_rate}")
+        self.encoding, self.sample_rate, self.channels = encoding, sample_rate, channels
+        self._carry = b""  # a frame's tail that is not a whole sample of every channel
+        self._resamplers = [_Resampler(sample_rate) for _ in range(channels)]
+        self._container: _Container | None = None
+        if encoding == "container":
+            self._container = _Container(channels)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._container is not None:
+            return self._container.feed(data)
+        data = self._carry + data
+        whole = len(data) - len(data) % (SAMPLE_BYTES[self.encoding] * self.channels)
+        data, self._carry = data[:whole], data[whole:]
+        if self.encoding == "linear16" and self._carry and self.channels == 1:
+            raise AudioError("audio must be PCM16 (an even number of bytes)")
+        return self._split(data)
+
+    def finish(self) -> list[bytes]:
+        if self._container is not None:
+            return self._container.finish()
+        return [resample(None) for resample in self._resamplers]
+
+    def _split(self, data: bytes) -> list[bytes]:
+        import numpy as np
+
+        if self.encoding == "linear16":
+            samples = np.frombuffer(data, dtype="<i2")
+        elif self.encoding == "mulaw":
+            samples = mulaw_to_pcm16(data)
+        else:
+            samples = alaw_to_pcm16(data)
+        frames = samples.reshape(-1, self.channels)
+        return [resample(frames[:, c]) for c, resample in enumerate(self._resamplers)]
+
+
+class _Pipe:
+    """Bytes from the socket to FFmpeg's demuxer in another thread: ``read`` waits for them."""
+
+    def __init__(self) -> None:
+        self._chunks: queue.Queue[bytes | None] = queue.Queue()
+        self._left = b""
+        self._ended = False
+
+    def write(self, data: bytes | None) -> None:
+        self._chunks.put(data)
+
+    def read(self, n: int = -1) -> bytes:
+        while not self._left and not self._ended:
+            chunk = self._chunks.get()
+            if chunk is None:
+                self._ended = True
+            else:
+                self._left += chunk
+        size = len(self._left) if n < 0 else n
+        out, self._left = self._left[:size], self._left[size:]
+        return out
+
+
+class _Container:
+    """A container stream decoded in a thread as its bytes arrive."""
+
+    def __init__(self, channels: int) -> None:
+        self.channels = channels
+        self._pipe = _Pipe()
+        self._out: list[bytearray] = [bytearray() for _ in range(channels)]
+        self._lock = threading.Lock()
+        self._error: str | None = None
+        self._thread = threading.Thread(target=self._decode, name="heard-container", daemon=True)
+        self._thread.start()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if data:
+            self._pipe.write(data)
+        return self._taken()
+
+    def finish(self) -> list[bytes]:
+        self._pipe.write(None)
+        self._thread.join(30)
+        return self._taken()
+
+    def _taken(self) -> list[bytes]:
+        with self._lock:
+            if self._error is not None:
+                raise AudioError(self._error)
+            out = [bytes(b) for b in self._out]
+            for b in self._out:
+                b.clear()
+        return out
+
+    def _decode(self) -> None:
+        import av
+
+        try:
+            with av.open(self._pipe, mode="r") as container:
+                stream = container.streams.audio[0]
+                layout = "mono" if self.channels == 1 else "stereo"
+                resampler = av.AudioResampler(format="s16", layout=layout, rate=SAMPLE_RATE)
+                for frame in _frames(container, stream):
+                    for out in resampler.resample(frame):
+                        self._keep(bytes(out.planes[0])[: out.samples * 2 * min(2, self.channels)])
+                for out in resampler.resample(None):
+                    self._keep(bytes(out.planes[0])[: out.samples * 2 * min(2, self.channels)])
+        except (av.FFmpegError, IndexError, ValueError, EOFError) as e:
+            with self._lock:
+                self._error = f"the audio stream cannot be decoded ({type(e).__name__})"
+
+    def _keep(self, pcm: bytes) -> None:
+        import numpy as np
+
+        frames = np.frombuffer(pcm, dtype="<i2").reshape(-1, min(2, self.channels))
+        with self._lock:
+            for c, out in enumerate(self._out):
+                out += frames[:, min(c, frames.shape[1] - 1)].tobytes()
+
+
+def _frames(container: Any, stream: Any) -> Iterator[Any]:
+    for packet in container.demux(stream):
+        yield from packet.decode()
