@@ -38,6 +38,27 @@ def test_options_and_punctuation_rules() -> None:
 
 
 @pytest.mark.asr
+def test_the_steps_fall_on_the_same_audio_whatever_the_frame_sizes() -> None:
+    """A client's frame size (20, 50, 100 ms) or a resampler's delay (32 samples short in the
+    first frame) moves no step: each decodes up to a whole number of steps from the start, the
+    rest waits. Steps that moved with the frames made tiny.en hear "am i fellow america s"."""
+    jfk = load_audio(AUDIO / "jfk.flac")
+    cuts = [1568, 3200] + list(range(4768, len(jfk), 800))  # a resampled 8 kHz call's frames
+    pieces = np.split(jfk, cuts)
+
+    def decoded(parts: list[np.ndarray]) -> list[tuple[str, str, int]]:
+        recognizer = WhisperStreamingRecognizer()
+        out = []
+        for part in parts:
+            out += [(d.kind.value, d.text, recognizer.decoded_to) for d in recognizer.push(part)]
+        return out
+
+    odd = decoded(pieces)
+    assert odd == decoded(frames(jfk))
+    assert all(at % SAMPLE_RATE == 0 for _, _, at in odd)
+
+
+@pytest.mark.asr
 def test_frames_are_decoded_once_a_chunk_has_arrived_and_the_final_says_it_all() -> None:
     jfk = load_audio(AUDIO / "jfk.flac")
     recognizer = WhisperStreamingRecognizer(options=StreamOptions(chunk_ms=1000))

@@ -214,10 +214,16 @@ class WhisperStreamingRecognizer:
         self._audio = np.concatenate([self._audio, np.asarray(samples, dtype=np.float32)])
 
     def push(self, samples: npt.NDArray[np.float32]) -> list[Decoded]:
+        """Add audio; once a step's worth waits, decode up to the last whole step of it. The
+        steps fall on the same audio whatever the client's frame size (a resampler's delay
+        shifted 8 kHz telephony by 32 samples, every step by a frame, and tiny.en heard "my
+        fellow Americans" as "am i fellow america s"); what is left waits for the next."""
         self.append(samples)
-        if self.received - self._decoded_to < SAMPLE_RATE * self.chunk_ms // 1000:
+        chunk = SAMPLE_RATE * self.chunk_ms // 1000
+        waiting = self.received - self._decoded_to
+        if waiting < chunk:
             return []
-        return self.step(self.received)
+        return self.step(self._decoded_to + waiting // chunk * chunk)
 
     def _word(self, w: Word) -> Word:
         return Word(w.start, w.end, strip_punctuation(w.text), w.probability) if (

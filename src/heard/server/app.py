@@ -25,10 +25,10 @@ from fastapi.staticfiles import StaticFiles
 
 from heard.errors import HeardError
 from heard.pipeline import jobs
-from heard.server import listen, live, session
+from heard.server import listen, live, realtime, session
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
-from heard.server.routes import meetings, memory, openai, site
+from heard.server.routes import deepgram, meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
 from heard.server.state import Memories, Runs, ServerSettings
 
@@ -80,7 +80,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     )
     app.state.settings = settings
     app.state.memories = memories
-    app.state.transcribing = openai.slots()
+    app.state.transcribing = openai.queue(settings.stopping)
     app.state.runs = runs
     install_error_handlers(app)
     app.add_middleware(Guard, database=lambda: settings.db)
@@ -93,8 +93,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
             max_age=600,
         )
     app.mount("/static", StaticFiles(directory=site.STATIC), name="static")
-    for router in (site.router, meetings.router, memory.router, openai.router):
+    for router in (site.router, meetings.router, memory.router, openai.router, deepgram.router):
         app.include_router(router)
     session.mount(app, "/v1/live", live.LiveCodec, live.refuse)
     session.mount(app, "/v1/listen", listen.DeepgramCodec, listen.refuse)
+    session.mount(app, "/v1/realtime", realtime.RealtimeCodec, realtime.refuse)
     return app

@@ -2,7 +2,8 @@
 
 FastAPI reads a JSON body before it resolves a route's dependencies, so a route's own
 authentication comes after the body is in memory. This middleware runs first: every
-``/v1/`` request (the live socket has its own handshake) must carry a valid bearer token or
+``/v1/`` request (the live sockets have their own handshake) must carry a valid token
+(``Authorization: Bearer``, or ``Token`` as Deepgram's SDKs send it) or
 gets a 401 before a byte of its body is read, and each route's body is limited while it is
 read (a declared ``Content-Length`` over the limit is refused at once, a body that grows
 past it is cut off with a 413).
@@ -31,7 +32,8 @@ JSON_LIMIT = 1024 * 1024
 BODY_LIMITS: list[tuple[str, re.Pattern[str], int]] = [
     ("PUT", re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+$"), MAX_UPLOAD_BYTES),
     ("POST", re.compile(r"^/v1/memory/evidence$"), 32 * 1024 * 1024),
-    ("POST", re.compile(r"^/v1/audio/transcriptions$"), MAX_UPLOAD_BYTES),
+    ("POST", re.compile(r"^/v1/audio/(transcriptions|translations)$"), MAX_UPLOAD_BYTES),
+    ("POST", re.compile(r"^/v1/listen$"), MAX_UPLOAD_BYTES),
 ]
 """Routes whose bodies may be larger: (method, path, bytes)."""
 
@@ -55,8 +57,9 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        auth = headers.get("authorization", "")
-        token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        # Bearer, or Token as Deepgram's SDKs send the key
+        token = token.strip() if scheme.lower() in ("bearer", "token") else ""
         user = await asyncio.to_thread(authenticate, self.database(), token) if token else None
         if user is None:
             await _reply(send, scope["path"], 401, "a valid bearer token is required",

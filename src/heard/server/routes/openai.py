@@ -1,55 +1,79 @@
-"""``POST /v1/audio/transcriptions``: OpenAI's transcription endpoint, answered by heard.
+"""OpenAI's audio REST endpoints, answered by heard's recognizer.
 
-A client written for OpenAI (its SDKs, LangChain, scripts) points its base URL at
-``http://HOST:8000/v1`` with a heard token as its API key. The form fields are OpenAI's:
+A client written for OpenAI (its SDKs, LangChain, Pipecat's and LiveKit's OpenAI STT) points
+its base URL at ``http://HOST:8000/v1`` with a heard token as its API key:
 
-* ``file`` (required): any audio FFmpeg decodes, up to the upload limit and
-  ``HEARD_MAX_TRACK_S``; decoded and transcribed ten minutes at a time;
-* ``model`` (required): ``whisper-1`` (OpenAI's name, taken for the server's recognizer), the
-  server's model (``tiny.en``) or its transcriber's name (``faster-whisper:tiny.en``);
-* ``language``: ISO 639-1, as OpenAI takes it (an English-only model takes only ``en``);
-* ``response_format``: ``json`` (default), ``text``, ``srt``, ``vtt`` or ``verbose_json``;
-* ``timestamp_granularities[]``: ``segment`` and/or ``word``, with ``verbose_json`` only;
-* ``prompt`` and ``temperature``: accepted and not used. heard decodes with beam search at
-  temperature 0 and never conditions on earlier text: its guards against Whisper's
-  hallucinations rely on both.
+* ``POST /v1/audio/transcriptions``, OpenAI's form fields:
+
+  * ``file`` (required): any audio FFmpeg decodes, up to the upload limit and
+    ``HEARD_MAX_TRACK_S``; decoded and transcribed ten minutes at a time;
+  * ``model`` (required): any name (``whisper-1``, ``gpt-4o-transcribe``,
+    ``gpt-4o-mini-transcribe``, ``gpt-transcribe``...): the server's recognizer answers all;
+  * ``language``: ISO 639-1, as OpenAI takes it (an English-only model takes only ``en``);
+  * ``response_format``: ``json`` (default), ``text``, ``srt``, ``vtt`` or ``verbose_json``;
+  * ``timestamp_granularities[]``: ``segment`` and/or ``word``, with ``verbose_json`` only;
+  * ``stream=true``: the transcript as server-sent events, OpenAI's
+    ``transcript.text.delta`` (one per segment) and ``transcript.text.done``;
+  * ``prompt``, ``temperature``, ``include[]`` and ``chunking_strategy``: accepted and not
+    used. heard decodes with beam search at temperature 0 and never conditions on earlier
+    text: its guards against Whisper's hallucinations rely on both.
+
+* ``POST /v1/audio/translations`` (``file``, ``model``, ``response_format``): the speech in
+  English, by Whisper's own translation with a multilingual model; an English-only model (the
+  default tiny.en) hears only English, so its transcript is the answer, and the
+  ``X-Heard-Translation`` header says so.
+* ``GET /v1/models`` and ``GET /v1/models/{id}``: the names the recognizer answers to.
 
 ``verbose_json`` segments carry ``id``, ``seek``, ``start``, ``end``, ``text``,
 ``temperature`` and ``compression_ratio``; ``tokens`` is empty, and ``avg_logprob`` and
 ``no_speech_prob`` are absent (heard's guards read them and keep neither). Errors come in
-OpenAI's shape (``heard.server.errors``). One file per user at a time, and as many at once as
-the machine has cores for; a server shutting down stops a transcription at its next segment
-(a 503). With ``--queue`` the server has no recognizer of its own, and this route answers 503.
+OpenAI's shape (``heard.server.errors``). As many files are transcribed at once as the machine
+has cores for (one per core but one); the others wait their turn, the user served longest ago
+first (``quotas.FairQueue``), and only past the queue is a request refused (a 429 with
+Retry-After). A server shutting down stops a transcription at its next segment (a 503). With
+``--queue`` the server has no recognizer of its own, and these routes answer 503.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import shutil
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
 from heard.asr.audio import check_duration, probe_audio
-from heard.asr.whisper import compression_ratio
+from heard.asr.transcriber import Transcriber
+from heard.asr.whisper import FasterWhisperTranscriber, compression_ratio, load_model
 from heard.errors import AudioError, InputError, StoppingError
 from heard.server.deps import Caller, Settings
-from heard.server.quotas import Slots
+from heard.server.quotas import FairQueue
 from heard.server.schemas import OpenAIErrorOut
+from heard.server.state import ServerSettings
 from heard.speech import Segment, Transcription
+from heard.store.users import Principal
 from heard.timeline.formats import TimedPhrase, TranscriptDoc, render_srt, render_vtt
 
-__all__ = ["router", "slots"]
+__all__ = ["MODEL_NAMES", "queue", "router"]
 
-router = APIRouter(prefix="/v1/audio", tags=["openai"])
+router = APIRouter(prefix="/v1", tags=["openai"])
 log = logging.getLogger("heard.server")
 
-OPENAI_MODEL = "whisper-1"
+MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-transcribe",
+               "gpt-realtime-whisper")  # fmt: skip
+"""OpenAI's names for its recognizers (the defaults of its docs, Pipecat and LiveKit), listed
+by ``/v1/models``; any other name is answered too."""
+MAX_MODEL_CHARS = 200
 ResponseFormat = Literal["json", "text", "srt", "vtt", "verbose_json"]
 Granularity = Literal["segment", "word"]
 LANGUAGE_NAMES = {
@@ -61,47 +85,73 @@ LANGUAGE_NAMES = {
     "th": "thai", "tr": "turkish", "uk": "ukrainian", "vi": "vietnamese", "zh": "chinese",
 }  # fmt: skip
 """verbose_json names the language as OpenAI does (``english``); others keep their code."""
+STARTED = int(time.time())
+ENGLISH_ONLY = (
+    "the server's model knows only English: the audio was taken as English and transcribed"
+)
 
 
-def slots() -> Slots:
-    """Files transcribed at once: one per core but one, at least one."""
-    return Slots(max(1, (os.cpu_count() or 2) - 1))
+def queue(stopping: threading.Event) -> FairQueue:
+    """Files transcribed at once: one per core but one, at least one; the rest wait."""
+    return FairQueue(max(1, (os.cpu_count() or 2) - 1), stopping=stopping)
 
 
 def _invalid(message: str, param: str, code: str | None = None) -> HTTPException:
     return HTTPException(400, {"message": message, "param": param, "code": code})
 
 
-@router.post(
-    "/transcriptions",
-    response_model=None,
-    responses={
-        200: {
-            "description": "The transcript, in the asked format.",
-            "content": {"application/json": {}, "text/plain": {}, "text/vtt": {}},
-        },
-        400: {"model": OpenAIErrorOut, "description": "A bad file, model, language or field."},
-        401: {"model": OpenAIErrorOut, "description": "No valid heard token as the API key."},
-        413: {
-            "model": OpenAIErrorOut,
-            "description": "Over the upload limit or the longest track.",
-        },
-        429: {
-            "model": OpenAIErrorOut,
-            "description": "This user's file, or the server's, is being transcribed.",
-        },
-        503: {
-            "model": OpenAIErrorOut,
-            "description": "No recognizer here (--queue), or shutting down.",
+def _model(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": STARTED, "owned_by": "heard"}
+
+
+def _names(settings: ServerSettings) -> list[str]:
+    names = [*MODEL_NAMES, settings.whisper.model_name]
+    if settings.transcriber is not None:
+        names.append(settings.transcriber.name)
+    return list(dict.fromkeys(names))
+
+
+@router.get("/models", responses={401: {"model": OpenAIErrorOut}})
+def models(user: Caller, settings: Settings) -> dict[str, object]:
+    """The model names this server answers to, as OpenAI's ``models.list`` reads them (any
+    other name is answered too, by the same recognizer)."""
+    return {"object": "list", "data": [_model(n) for n in _names(settings)]}
+
+
+@router.get("/models/{model_id:path}", responses={401: {"model": OpenAIErrorOut}})
+def model(model_id: str, user: Caller, settings: Settings) -> dict[str, object]:
+    """One model, as OpenAI's ``models.retrieve`` reads it: every name is served here."""
+    if len(model_id) > MAX_MODEL_CHARS:
+        message = f"no model with a name over {MAX_MODEL_CHARS} characters"
+        raise HTTPException(404, {"message": message, "param": "model", "code": None})
+    return _model(model_id)
+
+
+RESPONSES: dict[int | str, dict[str, object]] = {
+    200: {
+        "description": "The transcript, in the asked format (server-sent events with stream).",
+        "content": {
+            "application/json": {},
+            "text/plain": {},
+            "text/vtt": {},
+            "text/event-stream": {},
         },
     },
-)
+    400: {"model": OpenAIErrorOut, "description": "A bad file, model, language or field."},
+    401: {"model": OpenAIErrorOut, "description": "No valid heard token as the API key."},
+    413: {"model": OpenAIErrorOut, "description": "Over the upload limit or the longest track."},
+    429: {"model": OpenAIErrorOut, "description": "Too many files waiting (Retry-After)."},
+    503: {"model": OpenAIErrorOut, "description": "No recognizer here (--queue), or stopping."},
+}
+
+
+@router.post("/audio/transcriptions", response_model=None, responses=RESPONSES)
 def transcriptions(
     request: Request,
     user: Caller,
     settings: Settings,
     file: Annotated[UploadFile, File(description="The audio to transcribe.")],
-    model: Annotated[str, Form()],
+    model: Annotated[str, Form(max_length=MAX_MODEL_CHARS)],
     language: Annotated[str | None, Form(max_length=16)] = None,
     prompt: Annotated[str | None, Form(max_length=10_000)] = None,
     response_format: Annotated[ResponseFormat, Form()] = "json",
@@ -109,18 +159,60 @@ def transcriptions(
     timestamp_granularities: Annotated[
         list[Granularity] | None, Form(alias="timestamp_granularities[]")
     ] = None,
+    stream: Annotated[bool, Form()] = False,
 ) -> Response:
     """Transcribe one file, as OpenAI's ``audio.transcriptions.create`` does."""
-    transcriber = settings.transcriber
-    if transcriber is None:
-        raise HTTPException(503, "this server transcribes on workers (--queue): no recognizer here")
-    accepted = {OPENAI_MODEL, settings.whisper.model_name, transcriber.name}
-    if model not in accepted:
-        raise _invalid(f"model {model!r} is not served here; use one of: "
-                       f"{', '.join(sorted(accepted))}", "model", "model_not_found")  # fmt: skip
+    transcriber = _recognizer(settings)
     if timestamp_granularities and response_format != "verbose_json":
         raise _invalid("timestamp_granularities[] needs response_format verbose_json",
                        "timestamp_granularities[]")  # fmt: skip
+    heard, duration = _run(request, user, settings, file, transcriber, language or None)
+    if stream:
+        return _events(heard)
+    return _answer(heard, response_format, set(timestamp_granularities or ["segment"]), duration)
+
+
+@router.post("/audio/translations", response_model=None, responses=RESPONSES)
+def translations(
+    request: Request,
+    user: Caller,
+    settings: Settings,
+    file: Annotated[UploadFile, File(description="The audio to translate into English.")],
+    model: Annotated[str, Form(max_length=MAX_MODEL_CHARS)],
+    prompt: Annotated[str | None, Form(max_length=10_000)] = None,
+    response_format: Annotated[ResponseFormat, Form()] = "json",
+    temperature: Annotated[float, Form(ge=0, le=1)] = 0.0,
+) -> Response:
+    """The speech in English, as OpenAI's ``audio.translations.create`` answers it."""
+    transcriber = _recognizer(settings)
+    note = None
+    if isinstance(transcriber, FasterWhisperTranscriber):
+        if load_model(transcriber.options).multilingual:
+            transcriber = FasterWhisperTranscriber(replace(transcriber.options, task="translate"))
+        else:
+            note = ENGLISH_ONLY
+    heard, duration = _run(request, user, settings, file, transcriber, None)
+    answer = _answer(heard, response_format, {"segment"}, duration, task="translate")
+    if note is not None:
+        answer.headers["X-Heard-Translation"] = note
+    return answer
+
+
+def _recognizer(settings: ServerSettings) -> Transcriber:
+    if settings.transcriber is None:
+        raise HTTPException(503, "this server transcribes on workers (--queue): no recognizer here")
+    return settings.transcriber
+
+
+def _run(
+    request: Request,
+    user: Principal,
+    settings: ServerSettings,
+    file: UploadFile,
+    transcriber: Transcriber,
+    language: str | None,
+) -> tuple[Transcription, float]:
+    """The upload transcribed in its turn; its length in seconds."""
     name = file.filename or "the file"
     with request.app.state.transcribing.taken(user.owner), _copied(file, settings.uploads) as path:
         try:
@@ -137,13 +229,33 @@ def transcriptions(
                 raise StoppingError("the server is shutting down: send the file again")
 
         try:
-            heard = transcriber.transcribe(path, language=language or None, on_progress=watched)
+            heard = transcriber.transcribe(path, language=language, on_progress=watched)
         except AudioError as e:
             raise _invalid(str(e).replace(str(path), name), "file", "invalid_file") from None
         except InputError as e:  # a language the model does not know
             raise _invalid(str(e), "language", "unsupported_language") from None
     duration = info.duration_s or (heard.segments[-1].end if heard.segments else 0.0)
-    return _answer(heard, response_format, set(timestamp_granularities or ["segment"]), duration)
+    return heard, duration
+
+
+def _events(heard: Transcription) -> StreamingResponse:
+    """OpenAI's transcription events: a delta per segment, then the whole text."""
+
+    def events() -> Iterator[str]:
+        for i, segment in enumerate(heard.segments):
+            delta = segment.text if i == 0 else " " + segment.text
+            yield _event({"type": "transcript.text.delta", "delta": delta, "logprobs": None})
+        text = " ".join(s.text for s in heard.segments)
+        languages = [{"code": heard.language}] if heard.language else []
+        yield _event({"type": "transcript.text.done", "text": text, "logprobs": None,
+                      "languages": languages})  # fmt: skip
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def _event(body: dict[str, object]) -> str:
+    return f"data: {json.dumps(body)}\n\n"
 
 
 class _copied:
@@ -173,7 +285,11 @@ class _copied:
 
 
 def _answer(
-    heard: Transcription, response_format: str, granularities: set[str], duration: float
+    heard: Transcription,
+    response_format: str,
+    granularities: set[str],
+    duration: float,
+    task: str = "transcribe",
 ) -> Response:
     text = " ".join(s.text for s in heard.segments)
     if response_format == "json":
@@ -189,7 +305,7 @@ def _answer(
             return PlainTextResponse(render_srt(doc))
         return PlainTextResponse(render_vtt(doc), media_type="text/vtt")
     body: dict[str, object] = {
-        "task": "transcribe",
+        "task": task,
         "language": LANGUAGE_NAMES.get(heard.language or "", heard.language or ""),
         "duration": round(duration, 3),
         "text": text,

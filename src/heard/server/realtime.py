@@ -1,0 +1,275 @@
+"""``/v1/realtime``: OpenAI's Realtime transcription sessions, answered by heard's recognizer.
+
+A client written for OpenAI's Realtime API (its SDKs' ``realtime.connect``, Pipecat's
+``OpenAIRealtimeSTTService``, LiveKit's OpenAI STT with ``use_realtime=True``) opens
+``ws://HOST:8000/v1/realtime?intent=transcription`` (``model=`` any name) with a heard token as
+its key (``Authorization: Bearer``, or the ``openai-insecure-api-key.KEY`` subprotocol). The
+server says ``session.created`` first; then the client's events:
+
+* ``session.update`` (or the beta ``transcription_session.update``): the session's
+  ``audio.input`` (``format``: ``audio/pcm`` at 24 kHz, ``audio/pcmu`` or ``audio/pcma`` at
+  8 kHz; ``transcription.language``; ``turn_detection``: ``server_vad`` or null), answered
+  ``session.updated`` with the session as heard runs it;
+* ``input_audio_buffer.append`` (``audio``: base64): the audio, decoded as it comes;
+* ``input_audio_buffer.commit``: the audio so far ends the item: its transcript is completed
+  (the way with ``turn_detection`` null, Pipecat's default); ``input_audio_buffer.clear``
+  drops what was not transcribed yet.
+
+The server answers, per item (an utterance): ``input_audio_buffer.speech_started`` once its
+first words are heard; ``conversation.item.input_audio_transcription.delta`` as words are
+committed (deltas only add: words shown are never taken back); with server VAD, once silence
+ends the utterance, ``input_audio_buffer.speech_stopped`` and ``.committed``; then
+``conversation.item.input_audio_transcription.completed`` with the whole ``transcript``. A
+``silence_duration_ms`` under 800 is taken as 800, as on ``/v1/listen``: cut sooner, the
+recognizer decodes other words. An event heard cannot take is answered with an ``error``
+event (the clients treat it as fatal, so a commit of nothing is not one: it completes an
+empty transcript). The socket's rules (limits, the way out, the end) are the session loop's
+(``heard.server.session``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from fastapi import WebSocket
+from fastapi.responses import JSONResponse
+
+from heard.asr.audio import SAMPLE_RATE
+from heard.asr.incoming import IncomingAudio
+from heard.asr.microphone import Microphone, whisper_recognizer
+from heard.asr.streaming import Decoded, StreamOptions
+from heard.asr.whisper import WhisperOptions, load_model
+from heard.errors import AudioError, HeardError
+from heard.server.listen_options import DECODE_SILENCE_MS
+from heard.server.session import CLOSE_INVALID, Closing, Session
+from heard.storable import unique_keys
+from heard.transcript.events import EventKind
+
+__all__ = ["RealtimeCodec", "refuse"]
+
+log = logging.getLogger("heard.server.realtime")
+
+FORMATS = {"audio/pcm": ("linear16", 24_000), "pcm16": ("linear16", 24_000),
+           "audio/pcmu": ("mulaw", 8000), "g711_ulaw": ("mulaw", 8000),
+           "audio/pcma": ("alaw", 8000), "g711_alaw": ("alaw", 8000)}  # fmt: skip
+"""OpenAI's audio formats (the GA names and the beta's) as ``heard.asr.incoming`` reads them."""
+MAX_FRAME_BYTES = 1024 * 1024
+"""An append carries base64 audio: a second of 24 kHz PCM is 64 KB of it."""
+SERVER_VAD = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
+              "silence_duration_ms": DECODE_SILENCE_MS}  # fmt: skip
+
+
+async def refuse(websocket: WebSocket, status: int, message: str) -> None:
+    """Refuse the handshake with an HTTP status and OpenAI's error body."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    await websocket.send_denial_response(JSONResponse(body, status_code=status))
+
+
+class _Item:
+    """One utterance: its id, its words so far, whether its speech was announced."""
+
+    def __init__(self, previous: str | None) -> None:
+        self.id = f"item_{uuid.uuid4().hex[:20]}"
+        self.previous = previous
+        self.words: list[str] = []
+        self.started = False
+
+
+class RealtimeCodec:
+    """OpenAI's Realtime transcription protocol on the session loop (the module doc)."""
+
+    protocol: str = "realtime"
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    idle_s: float | None = None
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.whisper: WhisperOptions = session.settings.whisper
+        load_model(self.whisper)  # loaded before the handshake is answered
+        self.model = session.params.get("model", "gpt-4o-transcribe")[:80]
+        self.language = self.whisper.language or ""
+        self.format = "audio/pcm"
+        self.turn_detection: dict[str, Any] | None = dict(SERVER_VAD)
+        self.beta = False
+        self.events = 0
+        self.item = _Item(None)
+        self.incoming: IncomingAudio | None = None
+        self.microphone: Microphone | None = None
+        self.received = 0  # samples at 16 kHz
+        self.id = f"sess_{uuid.uuid4().hex[:20]}"
+
+    def _send(self, kind: str, **fields: Any) -> None:
+        self.events += 1
+        self.session.send({"type": kind, "event_id": f"event_{self.id[5:13]}{self.events}",
+                           **fields})  # fmt: skip
+
+    def _session(self) -> dict[str, Any]:
+        rate = FORMATS[self.format][1]
+        audio_format = {"type": self.format, **({"rate": rate} if rate != 8000 else {})}
+        return {
+            "type": "transcription",
+            "object": "realtime.transcription_session",
+            "id": self.id,
+            "audio": {"input": {
+                "format": audio_format,
+                "transcription": {"model": self.model, "language": self.language or None},
+                "turn_detection": self.turn_detection,
+                "noise_reduction": None,
+            }},
+            "include": [],
+        }  # fmt: skip
+
+    async def start(self) -> None:
+        self._send("session.created", session=self._session())
+
+    async def text(self, raw: str) -> None:
+        try:
+            event = json.loads(raw, object_pairs_hook=unique_keys)
+        except (ValueError, RecursionError):
+            raise Closing(CLOSE_INVALID, "not a JSON event") from None
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind in ("session.update", "transcription_session.update"):
+            await self._update(event.get("session"), beta=kind.startswith("transcription_"))
+        elif kind == "input_audio_buffer.append":
+            self._append(event.get("audio"))
+        elif kind == "input_audio_buffer.commit":
+            await self._commit()
+        elif kind == "input_audio_buffer.clear":
+            await self._restart()
+            self._send("input_audio_buffer.cleared")
+        else:
+            shown = str(kind)[:60] if kind is not None else "an event with no type"
+            self.error(f"{shown} is not taken here: session.update, input_audio_buffer.append, "
+                       ".commit or .clear", code="unknown_event")  # fmt: skip
+
+    async def audio(self, data: bytes) -> None:
+        self.error("audio comes in input_audio_buffer.append events, base64", code="binary_frame")
+
+    def error(self, detail: str, code: str | None = None) -> None:
+        self._send("error", error={"type": "invalid_request_error", "code": code,
+                                   "message": detail, "param": None})  # fmt: skip
+
+    def on_idle(self) -> Closing:
+        raise AssertionError("the realtime socket has no idle limit")
+
+    async def close(self) -> None:
+        if self.microphone is not None:
+            await self.microphone.close()
+
+    async def _update(self, asked: Any, *, beta: bool) -> None:
+        self.beta = self.beta or beta
+        asked = asked if isinstance(asked, dict) else {}
+        audio_in = (asked.get("audio") or {}).get("input") or {}
+        transcription = audio_in.get("transcription") or asked.get(
+            "input_audio_transcription") or {}  # fmt: skip
+        audio_format = audio_in.get("format") or asked.get("input_audio_format")
+        if isinstance(audio_format, dict):
+            audio_format = audio_format.get("type")
+        if audio_format is not None and audio_format not in FORMATS:
+            self.error(f"audio format {str(audio_format)[:40]!r}: audio/pcm (24 kHz), "
+                       "audio/pcmu or audio/pcma", code="invalid_format")  # fmt: skip
+            return
+        language = transcription.get("language") or self.language
+        try:
+            await asyncio.to_thread(
+                lambda: load_model(self.whisper).language(language.split("-")[0] or None)
+            )
+        except HeardError as e:
+            self.error(str(e), code="unsupported_language")
+            return
+        self.format = audio_format or self.format
+        self.language = language.split("-")[0]
+        self.model = str(transcription.get("model") or self.model)[:80]
+        turns = audio_in["turn_detection"] if "turn_detection" in audio_in else asked.get(
+            "turn_detection", self.turn_detection)  # fmt: skip
+        if turns is None or isinstance(turns, dict):
+            self.turn_detection = None if turns is None else {**SERVER_VAD, **turns}
+        if self.received == 0:
+            await self._restart()  # not a word yet: start with what was asked
+        name = "transcription_session.updated" if beta else "session.updated"
+        self._send(name, session=self._session())
+
+    def _stream(self) -> StreamOptions:
+        asked = (self.turn_detection or {}).get("silence_duration_ms", DECODE_SILENCE_MS)
+        silence = max(DECODE_SILENCE_MS, int(asked) if isinstance(asked, int | float) else 0)
+        return StreamOptions(end_silence_ms=silence, word_timestamps=True)
+
+    async def _restart(self) -> None:
+        """A new microphone (what the old one had not decoded is dropped)."""
+        if self.microphone is not None:
+            old, self.microphone = self.microphone, None
+            old.on_decoded = None
+            await old.close()
+        self.incoming = None
+        self.item = _Item(self.item.id if self.item.words else self.item.previous)
+
+    def _start(self) -> Microphone:
+        encoding, rate = FORMATS[self.format]
+        self.incoming = IncomingAudio(encoding, rate)
+        whisper = replace(self.whisper, language=self.language or None)
+        recognizer = whisper_recognizer(whisper, self._stream(), shared=True)
+        microphone = Microphone(self.session.user.name, None, lambda chunk_ms, rtf: None,
+                                recognizer, on_decoded=self._decoded)  # fmt: skip
+        self.microphone = microphone
+        return microphone
+
+    def _append(self, audio: Any) -> None:
+        try:
+            data = base64.b64decode(audio, validate=True) if isinstance(audio, str) else None
+        except (binascii.Error, ValueError):
+            data = None
+        if data is None:
+            self.error("input_audio_buffer.append needs audio: base64 PCM", code="invalid_audio")
+            return
+        microphone = self.microphone or self._start()
+        assert self.incoming is not None
+        try:
+            (pcm,) = self.incoming.feed(data)
+        except AudioError as e:
+            self.error(str(e), code="invalid_audio")
+            return
+        self.session.charge_audio(len(pcm))
+        self.received += len(pcm) // 2
+        microphone.add(pcm)
+
+    async def _decoded(self, d: Decoded) -> None:
+        item = self.item
+        if d.text and not item.started:
+            item.started = True
+            self._send("input_audio_buffer.speech_started", item_id=item.id,
+                       audio_start_ms=round(d.start_s * 1000))  # fmt: skip
+        if d.kind is not EventKind.FINAL:
+            return
+        if d.text:
+            words = d.text.split()
+            delta = (" " if item.words else "") + d.text
+            item.words += words
+            self._send("conversation.item.input_audio_transcription.delta", item_id=item.id,
+                       content_index=0, delta=delta)  # fmt: skip
+        if d.endpoint and self.turn_detection is not None and item.started:
+            self._send("input_audio_buffer.speech_stopped", item_id=item.id,
+                       audio_end_ms=round(d.end_s * 1000))  # fmt: skip
+            self._complete(item)
+
+    def _complete(self, item: _Item) -> None:
+        self._send("input_audio_buffer.committed", item_id=item.id, previous_item_id=item.previous)
+        usage = {"type": "duration", "seconds": round(self.received / SAMPLE_RATE, 3)}
+        self._send("conversation.item.input_audio_transcription.completed", item_id=item.id,
+                   content_index=0, transcript=" ".join(item.words), usage=usage)  # fmt: skip
+        self.item = _Item(item.id)
+
+    async def _commit(self) -> None:
+        """The client ends the item: decode what it sent, complete its transcript (empty when
+        nothing was said, or server VAD completed it already)."""
+        if self.microphone is not None:
+            await self.microphone.flush()
+        self._complete(self.item)

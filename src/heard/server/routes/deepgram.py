@@ -1,0 +1,299 @@
+"""``POST /v1/listen``: Deepgram's pre-recorded transcription, answered by heard's recognizer.
+
+A client written for Deepgram (its SDKs' ``transcribe_file``, LiveKit's Deepgram ``recognize``)
+posts the audio as the raw body (any type FFmpeg decodes: WAV, FLAC, MP3, Ogg...) with a heard
+token as its key (``Authorization: Token KEY`` or ``Bearer KEY``). A JSON body asking heard to
+fetch a URL is refused (400): heard fetches nothing; send the audio itself.
+
+Query parameters, Deepgram's names:
+
+* ``model`` (any name: the server's recognizer answers, and ``metadata.model_info`` says it),
+  ``language`` (``en-US`` is ``en``; as the server's model knows it), ``detect_language``
+  (a multilingual model only: ``detected_language`` per channel);
+* ``punctuate`` and ``smart_format`` (either: punctuated, cased text; neither, Deepgram's
+  default: lower case without punctuation; ``punctuated_word`` is always punctuated);
+* ``diarize``: each word's ``speaker`` from heard's diarizer (``heard[diarize]``);
+* ``utterances`` (``utt_split`` seconds of pause, 0.8 by default, or a new speaker, start a
+  new one) and ``paragraphs``;
+* ``multichannel``: each channel of the file transcribed on its own;
+* ``numerals``, ``filler_words``, ``profanity_filter``, ``keyterm``, ``keywords``, ``tag``,
+  ``version``, ``mip_opt_out``... are accepted and have no effect; asking for what heard does
+  not do (``summarize``, ``topics``, ``intents``, ``sentiment``, ``detect_entities``,
+  ``redact``, ``search``, ``replace``, ``callback``) is a 400 naming it.
+
+Files wait their turn with OpenAI's route (one queue, fair per user); errors are Deepgram's
+``{"err_code", "err_msg", "request_id"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from heard.asr.audio import check_duration, probe_audio
+from heard.asr.streaming import strip_punctuation
+from heard.asr.whisper import FasterWhisperTranscriber, load_model
+from heard.errors import AudioError, HeardError, InputError
+from heard.server.deps import Caller, Settings
+from heard.server.errors import status_of
+from heard.speech import Segment, Word
+
+if TYPE_CHECKING:
+    from heard.server.state import ServerSettings
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["deepgram"])
+
+NO_EFFECT = frozenset({"model", "version", "numerals", "filler_words", "profanity_filter",
+                       "keyterm", "keywords", "tag", "mip_opt_out", "dictation", "measurements",
+                       "encoding", "extra", "language_hint", "diarize_model", "utt_split",
+                       "paragraphs", "utterances", "punctuate", "smart_format", "diarize",
+                       "multichannel", "language", "detect_language", "sample_rate",
+                       "channels"})  # fmt: skip
+"""Names taken (the ones heard uses are read below; the rest have no effect)."""
+NOT_DONE = frozenset({"summarize", "topics", "intents", "sentiment", "detect_entities",
+                      "redact", "search", "replace", "callback", "custom_topic",
+                      "custom_intent"})  # fmt: skip
+SENTENCE_END = re.compile(r"[.!?]$")
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _flag(params: dict[str, str], name: str) -> bool:
+    value = params.get(name, "false").lower()
+    if value not in ("true", "false"):
+        raise _Refused(400, f"{name}={value[:40]!r}: true or false")
+    return value == "true"
+
+
+def _error(status: int, message: str, request_id: str) -> JSONResponse:
+    code = {400: "Bad Request", 401: "INVALID_AUTH", 413: "PAYLOAD_TOO_LARGE",
+            429: "TOO_MANY_REQUESTS"}.get(status, "ERROR")  # fmt: skip
+    body = {"err_code": code, "err_msg": message, "request_id": request_id}
+    return JSONResponse(body, status_code=status)
+
+
+@router.post(
+    "/listen",
+    responses={200: {"description": "Deepgram's response: metadata and results."}},
+    openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}}},
+)
+async def listen(request: Request, user: Caller, settings: Settings) -> JSONResponse:
+    """Transcribe the audio in the body, as Deepgram's ``/v1/listen`` does."""
+    request_id = str(uuid.uuid4())
+    params = {k: v for k, v in request.query_params.items()}
+    try:
+        asked = sorted(k for k in NOT_DONE if k in params and params[k].lower() != "false")
+        unknown = sorted(set(params) - NO_EFFECT - NOT_DONE)
+        if asked or unknown:
+            raise _Refused(400, f"not supported here: {', '.join((asked + unknown)[:5])[:200]}")
+        if request.headers.get("content-type", "").startswith("application/json"):
+            raise _Refused(400, "heard fetches no URL: send the audio itself as the body")
+        if settings.transcriber is None:
+            raise _Refused(503, "this server transcribes on workers (--queue): no recognizer here")
+        path = await _kept(request, settings)
+    except _Refused as e:
+        return _error(e.status, e.message, request_id)
+    try:
+        body = await run_in_threadpool(_transcribe, request, user.owner, settings, path, params)
+    except _Refused as e:
+        return _error(e.status, e.message, request_id)
+    except HeardError as e:
+        return _error(status_of(e), str(e).replace(str(path), "the body"), request_id)
+    finally:
+        path.unlink(missing_ok=True)
+    body["metadata"]["request_id"] = request_id
+    return JSONResponse(body)
+
+
+async def _kept(request: Request, settings: ServerSettings) -> Path:
+    """The body in a file of its own in the uploads volume (the caller removes it)."""
+    import tempfile
+
+    folder = settings.uploads / ".transcriptions"
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(dir=folder, suffix=".audio")
+    path = Path(name)
+    try:
+        with open(handle, "wb") as out:
+            async for chunk in request.stream():
+                out.write(chunk)
+    except OSError:
+        path.unlink(missing_ok=True)
+        raise _Refused(507, "the server has no room for the audio") from None
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    if path.stat().st_size == 0:
+        path.unlink(missing_ok=True)
+        raise _Refused(400, "the body is empty: send the audio as the body")
+    return path
+
+
+def _transcribe(
+    request: Request, owner: str, settings: ServerSettings, path: Path, params: dict[str, str]
+) -> dict[str, Any]:
+    transcriber = settings.transcriber
+    assert transcriber is not None
+    language = params.get("language", "").split("-")[0].lower() or None
+    detect = _flag(params, "detect_language")
+    if detect and isinstance(transcriber, FasterWhisperTranscriber):
+        if not load_model(transcriber.options).multilingual:
+            raise _Refused(400, "detect_language needs a multilingual model (heard serve "
+                                "--model base); the server's knows only English")  # fmt: skip
+        language = None
+    punctuated = _flag(params, "punctuate") or _flag(params, "smart_format")
+    split_s = float(params["utt_split"]) if _number(params.get("utt_split")) else 0.8
+    with request.app.state.transcribing.taken(owner):
+        try:
+            info = probe_audio(path)
+            check_duration(info, settings.max_track_s)
+        except AudioError as e:
+            raise _Refused(400, str(e).replace(str(path), "the body")) from None
+        channels = range(info.channels) if _flag(params, "multichannel") else [None]
+        heard = []
+        for channel in channels:
+            try:
+                heard.append(transcriber.transcribe(path, channel=channel, language=language))
+            except InputError as e:
+                raise _Refused(400, str(e)) from None
+        speakers = _speakers(path) if _flag(params, "diarize") else None
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    model = params.get("model", settings.whisper.model_name)[:80]
+    model_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"heard:{model}"))
+    results: dict[str, Any] = {"channels": []}
+    all_words: list[dict[str, Any]] = []
+    for c, transcription in enumerate(heard):
+        words = [_word(w, speakers) for s in transcription.segments for w in s.words]
+        alternative: dict[str, Any] = {
+            "transcript": _text(transcription.segments, punctuated),
+            "confidence": _confidence(words),
+            "words": words,
+        }
+        if _flag(params, "paragraphs"):
+            alternative["paragraphs"] = _paragraphs(words, alternative["transcript"])
+        found: dict[str, Any] = {"alternatives": [alternative]}
+        if detect:
+            found["detected_language"] = transcription.language
+            found["language_confidence"] = transcription.language_probability
+        results["channels"].append(found)
+        all_words += [{**w, "channel": c} for w in words]
+    if _flag(params, "utterances"):
+        results["utterances"] = _utterances(all_words, split_s)
+    return {
+        "metadata": {
+            "transaction_key": "deprecated",
+            "request_id": "",
+            "sha256": sha,
+            "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "duration": round(info.duration_s or 0.0, 3),
+            "channels": len(heard),
+            "models": [model_uuid],
+            "model_info": {model_uuid: {"name": model, "version": "heard", "arch": "whisper"}},
+        },
+        "results": results,
+    }
+
+
+def _number(value: str | None) -> bool:
+    try:
+        return value is not None and 0 < float(value) < 60
+    except ValueError:
+        return False
+
+
+def _speakers(path: Path) -> Any:
+    """Who said each word, from heard's diarizer."""
+    from heard.diarize import default_diarizer
+    from heard.diarize.turns import TurnIndex
+
+    diarization = default_diarizer().diarize(path)
+    return TurnIndex(diarization.turns)
+
+
+def _word(w: Word, speakers: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "word": strip_punctuation(w.text),
+        "start": w.start,
+        "end": w.end,
+        "confidence": w.probability,
+        "punctuated_word": w.text,
+    }
+    if speakers is not None:
+        who = speakers.speaker_of(w)
+        out["speaker"] = who if who is not None else 0
+        out["speaker_confidence"] = 1.0 if who is not None else 0.0
+    return out
+
+
+def _text(segments: tuple[Segment, ...], punctuated: bool) -> str:
+    text = " ".join(s.text for s in segments)
+    return text if punctuated else strip_punctuation(text)
+
+
+def _confidence(words: list[dict[str, Any]]) -> float:
+    return round(sum(w["confidence"] for w in words) / len(words), 4) if words else 0.0
+
+
+def _runs(words: list[dict[str, Any]], split_s: float) -> list[list[dict[str, Any]]]:
+    """Words cut where a pause of ``split_s`` or a new speaker (or channel) comes."""
+    runs: list[list[dict[str, Any]]] = []
+    for w in sorted(words, key=lambda w: (w.get("channel", 0), w["start"])):
+        last = runs[-1][-1] if runs else None
+        if (
+            last is None
+            or w["start"] - last["end"] >= split_s
+            or w.get("speaker") != last.get("speaker")
+            or w.get("channel") != last.get("channel")
+        ):
+            runs.append([w])
+        else:
+            runs[-1].append(w)
+    return runs
+
+
+def _utterances(words: list[dict[str, Any]], split_s: float) -> list[dict[str, Any]]:
+    out = []
+    for run in _runs(words, split_s):
+        out.append({
+            "start": run[0]["start"],
+            "end": run[-1]["end"],
+            "confidence": _confidence(run),
+            "channel": run[0].get("channel", 0),
+            "transcript": " ".join(w["punctuated_word"] for w in run),
+            "words": [{k: v for k, v in w.items() if k != "channel"} for w in run],
+            "speaker": run[0].get("speaker", 0),
+            "id": str(uuid.uuid4()),
+        })  # fmt: skip
+    return out
+
+
+def _paragraphs(words: list[dict[str, Any]], transcript: str) -> dict[str, Any]:
+    paragraphs = []
+    for run in _runs(words, 2.0):
+        sentences, current = [], []
+        for w in run:
+            current.append(w)
+            if SENTENCE_END.search(w["punctuated_word"]) or w is run[-1]:
+                text = " ".join(x["punctuated_word"] for x in current)
+                sentences.append(
+                    {"text": text, "start": current[0]["start"], "end": current[-1]["end"]}
+                )
+                current = []
+        paragraphs.append({"sentences": sentences, "speaker": run[0].get("speaker", 0),
+                           "num_words": len(run), "start": run[0]["start"],
+                           "end": run[-1]["end"]})  # fmt: skip
+    return {"transcript": transcript, "paragraphs": paragraphs}
