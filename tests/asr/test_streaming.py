@@ -43,7 +43,7 @@ def test_the_steps_fall_on_the_same_audio_whatever_the_frame_sizes() -> None:
     first frame) moves no step: each decodes up to a whole number of steps from the start, the
     rest waits. Steps that moved with the frames made tiny.en hear "am i fellow america s"."""
     jfk = load_audio(AUDIO / "jfk.flac")
-    cuts = [1568, 3200] + list(range(4768, len(jfk), 800))  # a resampled 8 kHz call's frames
+    cuts = [1568, 3200, *range(4768, len(jfk), 800)]  # a resampled 8 kHz call's frames
     pieces = np.split(jfk, cuts)
 
     def decoded(parts: list[np.ndarray]) -> list[tuple[str, str, int]]:
