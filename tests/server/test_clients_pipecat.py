@@ -1,0 +1,93 @@
+"""Pipecat's speech-to-text services on their DEFAULT settings against a real server (issue
+41): ``OpenAISTTService`` (REST, model ``gpt-transcribe``), ``OpenAIRealtimeSTTService``
+(the Realtime socket, ``gpt-realtime-whisper``, no server VAD: it commits when its own VAD
+says the user stopped) and ``DeepgramSTTService`` (the live socket, ``nova-3-general``,
+Finalize when the user stops). Only the base URL and the key (a heard token) are set.
+
+Each runs in Pipecat's own test pipeline (``pipecat.tests.utils.run_test``) as a transport
+feeds it: the VAD's started frame, JFK in 20 ms frames at real time, the VAD's stopped frame;
+its ``TranscriptionFrame`` must hold JFK's sentence with at most 2 words wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pipecat.frames.frames import (
+    Frame,
+    InputAudioRawFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.services.deepgram.stt import DeepgramSTTService
+from pipecat.services.openai.stt import OpenAIRealtimeSTTService, OpenAISTTService
+from pipecat.tests.utils import SleepFrame, run_test
+
+from heard.asr.whisper import FasterWhisperTranscriber
+from heard.server.app import ServerSettings, create_app
+from heard.store.database import Database
+from heard.store.users import add_user
+from tests.server.test_clients import jfk, wrong_words
+from tests.server.threaded import serving
+
+pytestmark = pytest.mark.asr
+
+FRAME_S = 0.02
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    folder = tmp_path_factory.mktemp("pipecat")
+    db = Database(f"sqlite:///{folder / 'h.db'}")
+    settings = ServerSettings(db, folder / "uploads", transcriber=FasterWhisperTranscriber())
+    app = create_app(settings)  # the schema made
+    _, token = add_user(db, "ana")
+    try:
+        with serving(app) as host:
+            yield host, token
+    finally:
+        db.dispose()
+
+
+def spoken(wait_s: float) -> list[Frame]:
+    """What a transport and its VAD send while JFK speaks, then ``wait_s`` for the answer."""
+    pcm = jfk(16_000, silence_s=0.5).tobytes()
+    step = int(16_000 * FRAME_S) * 2
+    frames: list[Frame] = [VADUserStartedSpeakingFrame()]
+    for i in range(0, len(pcm), step):
+        frames += [InputAudioRawFrame(audio=pcm[i : i + step], sample_rate=16_000,
+                                      num_channels=1), SleepFrame(sleep=FRAME_S)]  # fmt: skip
+    return [*frames, VADUserStoppedSpeakingFrame(), SleepFrame(sleep=wait_s)]
+
+
+async def transcript(service: Any, wait_s: float = 4.0) -> str:
+    down, _ = await run_test(service, frames_to_send=spoken(wait_s))
+    return " ".join(f.text for f in down if isinstance(f, TranscriptionFrame))
+
+
+async def test_pipecat_openai_stt(server: tuple[str, str]) -> None:
+    host, token = server
+    service = OpenAISTTService(api_key=token, base_url=f"http://{host}/v1")
+    text = await transcript(service)
+    assert wrong_words(text) <= 2, text
+
+
+async def test_pipecat_openai_realtime_stt(server: tuple[str, str]) -> None:
+    host, token = server
+    service = OpenAIRealtimeSTTService(api_key=token, base_url=f"ws://{host}/v1/realtime")
+    text = await transcript(service)
+    assert wrong_words(text) <= 2, text
+
+
+async def test_pipecat_deepgram_stt(
+    server: tuple[str, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    host, token = server
+    service = DeepgramSTTService(api_key=token, base_url=f"http://{host}")
+    text = await transcript(service)
+    assert wrong_words(text) <= 2, text
+    # Pipecat leaves right after CloseStream: the server must not write to it then
+    assert "Exception in ASGI application" not in capfd.readouterr().err
