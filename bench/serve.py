@@ -13,12 +13,15 @@ recognizer as the server runs it (100 ms pieces, as fast as it can decode), agai
 raw faster-whisper transcribing the same audio once, side by side: compute real-time
 factors (compute seconds / audio seconds).
 
-Then the same audio at real-time pace (100 ms frames, then 2 s of silence) over heard's own
-socket and over the Deepgram-compatible one, one after the other on the same server: the time
-from the first frame sent to the first interim result (/v1/live: a hypothesis; /v1/listen:
-``Results`` with ``is_final`` false), and from the end of the speech to the last final
-(/v1/live: the ``final`` message, sent once stored as evidence; /v1/listen: the last
-``Results`` with ``is_final``).
+Then the same audio at real-time pace (100 ms frames, then 2 s of silence) over each live
+protocol, one after the other on the same server: heard's own socket, Deepgram's and OpenAI's
+Realtime transcription session (24 kHz base64 appends, server VAD). The time from the first
+frame sent to the first interim result (/v1/live: a hypothesis; /v1/listen: ``Results`` with
+``is_final`` false; /v1/realtime: a transcription ``delta``), and from the end of the speech
+to the last final (/v1/live: the ``final`` message, sent once stored as evidence; /v1/listen:
+the last ``Results`` with ``is_final``; /v1/realtime: ``completed``). And the whole file over
+the two REST protocols: OpenAI's ``stream=true`` (the first ``transcript.text.delta`` and the
+``done`` after the upload began) and Deepgram's pre-recorded ``POST /v1/listen`` (its answer).
 
 ``--abuse`` measures instead what one client's misbehaviour costs the others (a flooder, 50
 live clients, 30 clients of recall and writes, beside another user's REST recall; see
@@ -33,12 +36,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import numpy as np
 import websockets
 
 from heard.asr.audio import load_audio
@@ -143,14 +149,30 @@ def run_audio() -> dict[str, Any]:
     }
 
 
+INTERIM = {"hypothesis", "conversation.item.input_audio_transcription.delta"}
+FINAL = {"final", "conversation.item.input_audio_transcription.completed"}
+
+
+def _said(m: dict[str, Any]) -> str | None:
+    """A final's text (None: not a final)."""
+    kind = m.get("type")
+    if kind == "Results":
+        return str(m["channel"]["alternatives"][0]["transcript"]) if m["is_final"] else None
+    if kind in FINAL:
+        return str(m.get("text", m.get("transcript", "")))
+    return None
+
+
 async def stream_pace(
-    url: str, pcm: bytes, speech_s: float, headers: dict[str, str]
+    url: str, frames: list[bytes | str], speech_s: float, headers: dict[str, str], closing: str
 ) -> dict[str, Any]:
-    """Stream ``pcm`` at real-time pace to ``url``; when the first interim and the last final
-    came (seconds after the first frame, after the speech's end), and the finals' text."""
+    """Send ``frames`` (each 100 ms of audio) at real-time pace to ``url``, then ``closing``;
+    when the first interim and the last final came (seconds after the first frame, after the
+    speech's end), and the finals' text."""
     first_interim: float | None = None
     last_final: float | None = None
     finals: list[str] = []
+    closed = asyncio.Event()
     async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
         started = time.monotonic()
 
@@ -159,26 +181,23 @@ async def stream_pace(
             async for raw in ws:
                 m = json.loads(raw)
                 at = time.monotonic() - started
-                interim = m.get("type") == "hypothesis" or (
-                    m.get("type") == "Results" and not m["is_final"]
-                )
-                final = m.get("type") == "final" or (m.get("type") == "Results" and m["is_final"])
+                kind = m.get("type")
+                interim = kind in INTERIM or (kind == "Results" and not m["is_final"])
                 if interim and first_interim is None:
                     first_interim = at
-                if final:
+                said = _said(m)
+                if said:
                     last_final = at
-                    text = m["text"] if m["type"] == "final" else (
-                        m["channel"]["alternatives"][0]["transcript"])  # fmt: skip
-                    finals.append(text)
-                if m.get("type") in ("end", "Metadata"):
+                    finals.append(said)
+                if kind in ("end", "Metadata") or (closed.is_set() and kind in FINAL):
                     return
 
         reader = asyncio.create_task(read())
-        for i in range(0, len(pcm), 3200):
-            await ws.send(pcm[i : i + 3200])
-            await asyncio.sleep(max(0.0, started + (i + 3200) / 32_000 - time.monotonic()))
-        closing = {"type": "end"} if "/v1/live" in url else {"type": "CloseStream"}
-        await ws.send(json.dumps(closing))
+        for i, frame in enumerate(frames):
+            await ws.send(frame)
+            await asyncio.sleep(max(0.0, started + (i + 1) / 10 - time.monotonic()))
+        closed.set()
+        await ws.send(closing)
         await asyncio.wait_for(reader, 60)
     return {
         "first_interim_s": round(first_interim, 2) if first_interim is not None else None,
@@ -187,20 +206,71 @@ async def stream_pace(
     }
 
 
+def _at_rate(samples: np.ndarray, rate: int) -> bytes:
+    at = np.arange(0, len(samples), 16_000 / rate)
+    pcm = (np.interp(at, np.arange(len(samples)), samples) * 32767).astype("<i2")
+    return bytes(pcm.tobytes())
+
+
+def _rest(host: str, token: str, audio: bytes) -> dict[str, Any]:
+    """The whole file over OpenAI's streamed transcription and Deepgram's pre-recorded route:
+    seconds from the upload's start to the first delta and to the end."""
+    out: dict[str, Any] = {}
+    with httpx.Client(base_url=f"http://{host}/v1", timeout=120) as http:
+        started = time.monotonic()
+        first: float | None = None
+        text = ""
+        with http.stream("POST", "/audio/transcriptions",
+                         headers={"Authorization": f"Bearer {token}"},
+                         data={"model": "gpt-4o-transcribe", "stream": "true"},
+                         files={"file": ("jfk.flac", audio)}) as response:  # fmt: skip
+            for line in response.iter_lines():
+                if not line.startswith("data: {"):
+                    continue
+                event = json.loads(line[6:])
+                if event["type"] == "transcript.text.delta" and first is None:
+                    first = time.monotonic() - started
+                if event["type"] == "transcript.text.done":
+                    text = event["text"]
+        done = round(time.monotonic() - started, 2)
+        out["openai_stream"] = {"first_delta_s": round(first or 0.0, 2), "done_s": done,
+                                "text": text}  # fmt: skip
+        started = time.monotonic()
+        answer = http.post("/listen", content=audio, headers={"Authorization": f"Token {token}"})
+        transcript = answer.json()["results"]["channels"][0]["alternatives"][0]["transcript"]
+        out["deepgram_prerecorded"] = {"answer_s": round(time.monotonic() - started, 2),
+                                       "text": transcript}  # fmt: skip
+    return out
+
+
 def run_protocols(speech_s: float = 11.0) -> dict[str, Any]:
-    """JFK's first ``speech_s`` seconds, then 2 s of silence, over /v1/live and /v1/listen."""
+    """JFK's first ``speech_s`` seconds, then 2 s of silence, over each live protocol; the
+    whole file over the REST ones."""
     samples = load_audio(JFK)[: int(speech_s * 16_000)]
     speech_s = len(samples) / 16_000
-    pcm = (samples * 32767).astype("<i2").tobytes() + b"\x00\x00" * 32_000
+    padded = np.concatenate([samples, np.zeros(32_000, dtype=samples.dtype)])
+    pcm = _at_rate(padded, 16_000)
+    pcm24 = _at_rate(padded, 24_000)
+    frames16: list[bytes | str] = [pcm[i : i + 3200] for i in range(0, len(pcm), 3200)]
+    appends: list[bytes | str] = [
+        json.dumps({"type": "input_audio_buffer.append",
+                    "audio": base64.b64encode(pcm24[i : i + 4800]).decode()})
+        for i in range(0, len(pcm24), 4800)
+    ]  # fmt: skip
     with serving(["stream"]) as (host, tokens, _):
         token = tokens["stream"]
-        out = {}
-        for name, url, headers in (
-            ("live", f"ws://{host}/v1/live?token={token}", {}),
+        out: dict[str, Any] = {}
+        for name, url, headers, frames, closing in (
+            ("live", f"ws://{host}/v1/live?token={token}", {}, frames16,
+             json.dumps({"type": "end"})),
             ("listen", f"ws://{host}/v1/listen?interim_results=true&punctuate=true",
-             {"Authorization": f"Token {token}"}),
+             {"Authorization": f"Token {token}"}, frames16, json.dumps({"type": "CloseStream"})),
+            ("realtime", f"ws://{host}/v1/realtime?intent=transcription",
+             {"Authorization": f"Bearer {token}"}, appends,
+             json.dumps({"type": "input_audio_buffer.commit"})),
         ):  # fmt: skip
-            out[name] = asyncio.run(stream_pace(url, pcm, speech_s, headers))
+            out[name] = asyncio.run(stream_pace(url, frames, speech_s, headers, closing))
+        out.update(_rest(host, token, JFK.read_bytes()))
     return {"speech_s": round(speech_s, 2), **out}
 
 
@@ -212,7 +282,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--abuse", action="store_true", help="the abuse scenarios instead")
     parser.add_argument("--protocols-only", action="store_true",
-                        help="only /v1/live beside /v1/listen at real-time pace")  # fmt: skip
+                        help="only the protocols: each live socket at real-time pace, "
+                        "the REST ones on the whole file")  # fmt: skip
     parser.add_argument("--src", type=Path, help="with --abuse: the server's src/ folder")
     args = parser.parse_args(argv)
     if args.abuse:
@@ -234,10 +305,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.protocols_only:
         _print_load(result["load"], result["audio"])
     protocols = result["protocols"]
-    for name in ("live", "listen"):
+    for name in ("live", "listen", "realtime"):
         p = protocols[name]
-        print(f"/v1/{name:6} at 1x: first interim {p['first_interim_s']} s after the first frame, "
-              f"last final {p['final_after_speech_s']} s after the speech ends")  # fmt: skip
+        print(f"/v1/{name:8} at 1x: first interim {p['first_interim_s']} s after the first "
+              f"frame, last final {p['final_after_speech_s']} s after the speech ends")  # fmt: skip
+    o, d = protocols["openai_stream"], protocols["deepgram_prerecorded"]
+    print(
+        f"/v1/audio/transcriptions stream=true: first delta {o['first_delta_s']} s, done "
+        f"{o['done_s']} s after the upload began; POST /v1/listen: answer {d['answer_s']} s"
+    )
     return result
 
 

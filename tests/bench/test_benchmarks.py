@@ -256,15 +256,19 @@ def test_long_track_benchmark_transcribes_the_same_track_on_both_sides() -> None
 
 
 @pytest.mark.asr
-def test_serve_benchmark_streams_the_same_audio_over_both_live_protocols() -> None:
-    """/v1/live beside /v1/listen (issue 31): both answer the same audio with interims and
-    finals; the latencies are printed, not asserted."""
+def test_serve_benchmark_streams_the_same_audio_over_every_protocol() -> None:
+    """/v1/live beside /v1/listen and /v1/realtime (issues 31, 41): each answers the same
+    audio with interims and finals, the REST ones the whole file; the latencies are printed,
+    not asserted."""
     result = load("serve").run_protocols(speech_s=4.0)
-    for name in ("live", "listen"):
+    for name in ("live", "listen", "realtime"):
         side = result[name]
-        assert side["first_interim_s"] is not None
-        assert side["final_after_speech_s"] is not None
-        assert "fellow" in side["finals"].lower()
+        assert side["first_interim_s"] is not None, name
+        assert side["final_after_speech_s"] is not None, name
+        assert "fellow" in side["finals"].lower(), name
+    assert result["openai_stream"]["first_delta_s"] <= result["openai_stream"]["done_s"]
+    assert "fellow" in result["openai_stream"]["text"].lower()
+    assert "fellow" in result["deepgram_prerecorded"]["text"].lower()
 
 
 def test_capacity_benchmark_scores_lag_commits_and_the_bar() -> None:

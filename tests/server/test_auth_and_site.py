@@ -75,6 +75,10 @@ def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-d
         "/v1/memory/pages",
         "/v1/memory/pages/{slug}",
         "/v1/audio/transcriptions",
+        "/v1/audio/translations",
+        "/v1/models",
+        "/v1/models/{model_id}",
+        "/v1/listen",
     }
     export = spec["paths"]["/v1/meetings/{meeting_id}/export"]["get"]["responses"]["200"]
     assert export["content"]["application/json"]["schema"]["type"] == "array"  # format=json

@@ -21,8 +21,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-import heard.server.live as live_module
 import heard.server.quotas as quotas_module
+import heard.server.session as session_module
 from heard.server.app import ServerSettings, create_app
 from heard.server.transport import MAX_HEADERS, MAX_LINE_BYTES
 from heard.store.database import Database
@@ -149,8 +149,8 @@ class SilentSocket:
 def test_a_client_that_does_not_read_is_closed(
     served: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(live_module, "SEND_TIMEOUT_S", 1.0)
-    caplog.set_level(logging.WARNING, "heard.server.live")
+    monkeypatch.setattr(session_module, "SEND_TIMEOUT_S", 1.0)
+    caplog.set_level(logging.WARNING, "heard.server.session")
     host, token, other_token = served
     silent = SilentSocket(host, f"/v1/live?token={token}")
     big = "x" * 19_000  # one word: cheap to stabilize, 19 KB to send back (texts hold 20,000)

@@ -31,11 +31,21 @@ from heard.asr.streaming import (
 from heard.asr.whisper import WhisperOptions
 from heard.transcript.events import TranscriptEvent
 
-__all__ = ["Microphone", "Pacer", "RecognizerFactory", "whisper_recognizer"]
+__all__ = [
+    "Microphone",
+    "Pacer",
+    "RecognizerFactory",
+    "Recognizers",
+    "shared_whisper",
+    "whisper_recognizer",
+]
 
 RecognizerFactory = Callable[[str], StreamingRecognizer]
 """Makes one speaker's recognizer (called in a worker thread: loading a model may take a
 while)."""
+Recognizers = Callable[[WhisperOptions, StreamOptions | None], RecognizerFactory]
+"""Makes a stream's recognizers from the model's options and the stream's: what a server's
+live sockets are given (``shared_whisper`` by default)."""
 
 
 def whisper_recognizer(
@@ -54,6 +64,11 @@ def whisper_recognizer(
         )
 
     return start
+
+
+def shared_whisper(whisper: WhisperOptions, stream: StreamOptions | None) -> RecognizerFactory:
+    """faster-whisper's recognizers on the process's shared decode service (``heard serve``)."""
+    return whisper_recognizer(whisper, stream, shared=True)
 
 
 log = logging.getLogger("heard.asr.microphone")

@@ -55,7 +55,7 @@ from fastapi.responses import JSONResponse
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.incoming import IncomingAudio
-from heard.asr.microphone import Microphone, whisper_recognizer
+from heard.asr.microphone import Microphone
 from heard.asr.streaming import Decoded, StreamOptions, strip_punctuation
 from heard.asr.whisper import load_model
 from heard.errors import AudioError
@@ -212,7 +212,7 @@ class DeepgramCodec:
             encoding = "container" if first.startswith(CONTAINER_MAGIC) else "linear16"
         stream = StreamOptions(end_silence_ms=o.endpointing_ms, word_timestamps=True,
                                strip_punctuation=not o.punctuate)  # fmt: skip
-        recognizer = whisper_recognizer(self.whisper, stream, shared=True)
+        recognizer = self.session.settings.recognizers(self.whisper, stream)
         name = self.session.user.name
         for channel in self.channels:
             speaker = name if o.channels == 1 else f"{name} {channel.index[0]}"

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING
 from fastapi import WebSocket
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.microphone import Microphone, whisper_recognizer
+from heard.asr.microphone import Microphone
 from heard.errors import EventLogError, InputError
 from heard.live.prepared import PreparedContext
 from heard.live.session import live_session
@@ -246,7 +246,8 @@ class LiveCodec:
             )
         self.session.charge_audio(len(data))
         if self.microphone is None:
-            recognizer = whisper_recognizer(self.session.settings.whisper, shared=True)
+            settings = self.session.settings
+            recognizer = settings.recognizers(settings.whisper, None)
             self.microphone = Microphone(self.speaker, self._heard, self._degraded, recognizer)
         self.microphone.add(data)
         self.received += len(data) // 2

@@ -43,7 +43,7 @@ from fastapi.responses import JSONResponse
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.incoming import IncomingAudio
-from heard.asr.microphone import Microphone, whisper_recognizer
+from heard.asr.microphone import Microphone
 from heard.asr.streaming import Decoded, StreamOptions
 from heard.asr.whisper import WhisperOptions, load_model
 from heard.errors import AudioError, HeardError
@@ -216,7 +216,7 @@ class RealtimeCodec:
         encoding, rate = FORMATS[self.format]
         self.incoming = IncomingAudio(encoding, rate)
         whisper = replace(self.whisper, language=self.language or None)
-        recognizer = whisper_recognizer(whisper, self._stream(), shared=True)
+        recognizer = self.session.settings.recognizers(whisper, self._stream())
         microphone = Microphone(self.session.user.name, None, lambda chunk_ms, rtf: None,
                                 recognizer, on_decoded=self._decoded)  # fmt: skip
         self.microphone = microphone

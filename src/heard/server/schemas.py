@@ -17,6 +17,7 @@ from heard.utterance import Timestamp, UtteranceIn
 
 __all__ = [
     "SLUG",
+    "DeepgramErrorOut",
     "ErrorOut",
     "EvidenceIn",
     "InvalidOut",
@@ -227,6 +228,14 @@ class OpenAIErrorOut(BaseModel):
     """An error on the OpenAI-compatible routes, in OpenAI's shape."""
 
     error: OpenAIError
+
+
+class DeepgramErrorOut(BaseModel):
+    """An error on Deepgram's pre-recorded route, in Deepgram's shape."""
+
+    err_code: str
+    err_msg: str
+    request_id: str
 
 
 class InvalidOut(BaseModel):

@@ -77,6 +77,7 @@ OUTBOX_LIMIT = 1000
 SEND_TIMEOUT_S = 10.0
 """How long one message may wait for the client to take it before the client is closed."""
 REVOKED = "the token was revoked"
+NOT_READING = "not reading: messages waited too long or piled up"
 MAX_REASON_BYTES = 123
 """A close frame's reason holds at most this much UTF-8 (RFC 6455: 125 bytes with the code)."""
 OPENAI_KEY_PROTOCOL = "openai-insecure-api-key."
@@ -195,13 +196,13 @@ class Session:
 
     def send(self, message: BaseModel | dict[str, Any]) -> None:
         """Queue ``message`` for the client (dropped once the client is not reading)."""
-        if self.ended.done() and self.ended.result().reason.startswith("not reading"):
+        if self.stuck:
             return
         text = message.model_dump_json() if isinstance(message, BaseModel) else json.dumps(message)
         try:
             self.outbox.put_nowait(text)
         except asyncio.QueueFull:
-            self.end(Closing(CLOSE_POLICY, "not reading: messages waited too long or piled up"))
+            self.end(Closing(CLOSE_POLICY, NOT_READING))
 
     def end(self, closing: Closing) -> None:
         """End the socket now (from a callback: the loop is waiting on the client)."""
@@ -223,6 +224,11 @@ class Session:
             log.warning("%s: the token was revoked; closing", self.name)
             self.end(Closing(CLOSE_POLICY, REVOKED))
         return not self.revoked
+
+    @property
+    def stuck(self) -> bool:
+        """The client does not take its messages: nothing more is sent to it."""
+        return self.ended.done() and self.ended.result().reason == NOT_READING
 
     @property
     def name(self) -> str:
@@ -288,7 +294,11 @@ async def _run(session: Session, codec: Codec) -> None:
             with contextlib.suppress(BaseException):
                 await receiving
             closing = session.ended.result()
-            log.warning("%s on %s: closed: %s", session.name, codec.protocol, closing.reason)
+            if session.stuck:
+                log.warning("%s on %s: not reading its messages, closed", session.name,
+                            codec.protocol)  # fmt: skip
+            else:
+                log.warning("%s on %s: closed: %s", session.name, codec.protocol, closing.reason)
     finally:
         if receiving is not None and not receiving.done():
             receiving.cancel()
@@ -296,8 +306,7 @@ async def _run(session: Session, codec: Codec) -> None:
             await codec.close()
         except Exception:  # its microphones are stopped either way; the client hears the close
             log.exception("%s on %s: closing failed", session.name, codec.protocol)
-        stuck = session.ended.done() and session.ended.result().reason.startswith("not reading")
-        if stuck:
+        if session.stuck:
             sender.cancel()
         else:
             with contextlib.suppress(asyncio.QueueFull):
@@ -317,7 +326,7 @@ async def _send_all(session: Session) -> None:
         try:
             await asyncio.wait_for(session.websocket.send_text(text), SEND_TIMEOUT_S)
         except TimeoutError:
-            session.end(Closing(CLOSE_POLICY, "not reading: messages waited too long"))
+            session.end(Closing(CLOSE_POLICY, NOT_READING))
             return
         except (WebSocketDisconnect, RuntimeError, OSError):  # the client is gone, or going
             return

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from heard.asr.audio import MAX_TRACK_S
+from heard.asr.microphone import Recognizers, shared_whisper
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import WhisperOptions
 from heard.errors import BusyError
@@ -55,6 +56,9 @@ class ServerSettings:
     """Other web origins whose pages may call the API from a browser (none by default)."""
     whisper: WhisperOptions = field(default_factory=WhisperOptions)
     """The model, language and device the live socket recognizes audio with."""
+    recognizers: Recognizers = shared_whisper
+    """Makes the live sockets' streaming recognizers (default: faster-whisper on the process's
+    shared decode service; ``heard.testing.ScriptedRecognizer`` for tests without a model)."""
     max_track_s: float = MAX_TRACK_S
     """The longest upload a track takes (longer: a 413 before it is decoded)."""
     resume: bool = True

@@ -44,6 +44,7 @@ from heard.asr.whisper import FasterWhisperTranscriber, load_model
 from heard.errors import AudioError, HeardError, InputError
 from heard.server.deps import Caller, Settings
 from heard.server.errors import status_of
+from heard.server.schemas import DeepgramErrorOut
 from heard.speech import Segment, Word
 
 if TYPE_CHECKING:
@@ -88,7 +89,15 @@ def _error(status: int, message: str, request_id: str) -> JSONResponse:
 
 @router.post(
     "/listen",
-    responses={200: {"description": "Deepgram's response: metadata and results."}},
+    responses={
+        200: {"description": "Deepgram's response: metadata and results."},
+        400: {"model": DeepgramErrorOut, "description": "Not audio, or an option not done."},
+        401: {"description": "No valid heard token as the key."},
+        413: {"description": "Over the upload limit or the longest track."},
+        429: {"model": DeepgramErrorOut, "description": "Too many files waiting."},
+        503: {"model": DeepgramErrorOut, "description": "No recognizer here, or stopping."},
+        507: {"model": DeepgramErrorOut, "description": "No room for the audio."},
+    },
     openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}}},
 )
 async def listen(request: Request, user: Caller, settings: Settings) -> JSONResponse:

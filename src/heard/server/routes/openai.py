@@ -74,6 +74,8 @@ MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-
 """OpenAI's names for its recognizers (the defaults of its docs, Pipecat and LiveKit), listed
 by ``/v1/models``; any other name is answered too."""
 MAX_MODEL_CHARS = 200
+MODEL_NAME = r"^[^\x00-\x1f\x7f]+$"
+"""Any name but one with control characters (a NUL, a line break)."""
 ResponseFormat = Literal["json", "text", "srt", "vtt", "verbose_json"]
 Granularity = Literal["segment", "word"]
 LANGUAGE_NAMES = {
@@ -151,7 +153,7 @@ def transcriptions(
     user: Caller,
     settings: Settings,
     file: Annotated[UploadFile, File(description="The audio to transcribe.")],
-    model: Annotated[str, Form(max_length=MAX_MODEL_CHARS)],
+    model: Annotated[str, Form(max_length=MAX_MODEL_CHARS, pattern=MODEL_NAME)],
     language: Annotated[str | None, Form(max_length=16)] = None,
     prompt: Annotated[str | None, Form(max_length=10_000)] = None,
     response_format: Annotated[ResponseFormat, Form()] = "json",
@@ -178,7 +180,7 @@ def translations(
     user: Caller,
     settings: Settings,
     file: Annotated[UploadFile, File(description="The audio to translate into English.")],
-    model: Annotated[str, Form(max_length=MAX_MODEL_CHARS)],
+    model: Annotated[str, Form(max_length=MAX_MODEL_CHARS, pattern=MODEL_NAME)],
     prompt: Annotated[str | None, Form(max_length=10_000)] = None,
     response_format: Annotated[ResponseFormat, Form()] = "json",
     temperature: Annotated[float, Form(ge=0, le=1)] = 0.0,
