@@ -1,6 +1,6 @@
-"""Every popular client on its DEFAULT settings against a real server (issue 41): the official
-openai and deepgram-sdk clients, Pipecat's OpenAI, OpenAI Realtime and Deepgram STT services,
-LiveKit's Deepgram and OpenAI STT. Each hears JFK's sentence with at most 2 words wrong.
+"""Every popular client on its DEFAULT settings against a real server (issue 41): here the
+official openai and deepgram-sdk clients; Pipecat's STT services in test_clients_pipecat.py,
+LiveKit's in test_clients_livekit.py. Each hears JFK's sentence with at most 2 words wrong.
 
 Only what a user must set is set: the base URL (the server's address) and the key (a heard
 token). Nothing else: no model, no encoding, no sample rate, no endpointing.

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import openai
 import pytest
 from pipecat.frames.frames import (
     Frame,
@@ -64,7 +65,14 @@ def spoken(wait_s: float) -> list[Frame]:
 
 
 async def transcript(service: Any, wait_s: float = 4.0) -> str:
-    down, _ = await run_test(service, frames_to_send=spoken(wait_s))
+    try:
+        down, _ = await run_test(service, frames_to_send=spoken(wait_s))
+    finally:
+        # the OpenAI service keeps its SDK client open after the pipeline ends: closed here,
+        # on this event loop, not by the garbage collector after the loop is gone
+        client = getattr(service, "_client", None)
+        if isinstance(client, openai.AsyncOpenAI):
+            await client.close()
     return " ".join(f.text for f in down if isinstance(f, TranscriptionFrame))
 
 

@@ -114,7 +114,8 @@ def serve(
     compute_type: ComputeTypeOption = None,
 ) -> None:
     """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs), with OpenAI's
-    /v1/audio/transcriptions and Deepgram's /v1/listen for clients written for them.
+    audio endpoints and Realtime socket (/v1/audio/*, /v1/models, /v1/realtime) and Deepgram's
+    /v1/listen (pre-recorded and live) for clients written for them, on their defaults.
 
     --model and the options beside it choose the recognizer of uploaded meetings (run here)
     and of the live socket's audio.
