@@ -15,6 +15,7 @@ tests/test_errors.py holds against the classes::
     │   └── RepeatedKeyError    a JSON object that names a key twice (also a ValueError)
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
+    ├── SocketCloseError        a live socket to close with a code and a reason
     ├── MissingDependencyError  an optional extra is not installed
     └── ServiceError            a service heard relies on failed or cannot be reached
         ├── StoreError          the database: unreachable, unopenable, or not heard's
@@ -41,6 +42,7 @@ __all__ = [
     "ProviderError",
     "RepeatedKeyError",
     "ServiceError",
+    "SocketCloseError",
     "StoppingError",
     "StoreError",
     "TurnStateError",
@@ -116,6 +118,16 @@ class UnknownNameError(HeardError, KeyError):
 
 class TurnStateError(HeardError):
     """A transcript accumulator was fed out of order (e.g. a partial after a final)."""
+
+
+class SocketCloseError(HeardError):
+    """A live socket is to be closed with a WebSocket close ``code`` and a ``reason``: what a
+    protocol's codec raises on what it cannot go on after (``heard.server.session`` closes
+    the socket)."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code, self.reason = code, reason
 
 
 class MissingDependencyError(HeardError, ImportError):

@@ -81,3 +81,13 @@ async def test_a_recognizer_slower_than_its_audio_gets_wider_steps() -> None:
         await asyncio.sleep(0.02)
     await microphone.close()
     assert told[:1] == [2000]  # the pacer doubles its 1 s step
+
+
+async def test_a_microphone_whose_recognizer_failed_never_makes_a_flush_wait() -> None:
+    def broken(speaker: str) -> StreamingRecognizer:
+        raise RuntimeError("no model")
+
+    microphone = Microphone("ana", None, lambda ms, rtf: None, broken)
+    microphone.add(FRAME)
+    await asyncio.sleep(0.2)  # its task failed making the recognizer
+    await asyncio.wait_for(microphone.flush(), 5)

@@ -16,6 +16,7 @@ import time
 import wave
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -132,6 +133,35 @@ def test_openai_translates_into_english(server: tuple[str, str]) -> None:
         raw = client.audio.translations.with_raw_response.create(model="whisper-1", file=f)
     assert wrong_words(raw.parse().text) <= 2
     assert "knows only English" in raw.headers["x-heard-translation"]
+
+
+def test_openai_translations_use_whispers_translation_with_a_multilingual_model(
+    tmp_path: Path,
+) -> None:
+    """With a multilingual model (base) the route runs Whisper's translate task: English speech
+    comes back in English, and no note says the audio was taken as English."""
+    from heard.asr.whisper import WhisperOptions
+
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    base = FasterWhisperTranscriber(WhisperOptions(model="base"))
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=base))
+    _, token = add_user(db, "ana")
+    try:
+        with (
+            serving(app) as host,
+            openai.OpenAI(api_key=token, base_url=f"http://{host}/v1") as client,
+            (AUDIO / "jfk.flac").open("rb") as f,
+            pytest.warns(DeprecationWarning, match="deprecated"),
+        ):
+            raw = client.audio.translations.with_raw_response.create(
+                model="whisper-1", file=f, response_format="verbose_json"
+            )
+    finally:
+        db.dispose()
+    answer = raw.parse()
+    assert wrong_words(answer.text) <= 2, answer.text
+    assert answer.task == "translate"  # type: ignore[attr-defined]
+    assert "x-heard-translation" not in raw.headers
 
 
 def test_openai_lists_and_retrieves_models(server: tuple[str, str]) -> None:

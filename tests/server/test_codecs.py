@@ -116,6 +116,28 @@ def test_an_ogg_opus_stream_is_decoded_as_it_comes(server: tuple[str, str, str])
     assert got[-1]["duration"] == pytest.approx(2.0, abs=0.05)
 
 
+def test_a_container_stream_left_midway_stops_decoding(server: tuple[str, str, str]) -> None:
+    """A client that leaves (no CloseStream) leaves no decoding thread behind."""
+    host, ana, _ = server
+
+    def decoding() -> int:
+        return sum(t.name == "heard-container" for t in threading.enumerate())
+
+    before = decoding()
+    data = ogg_opus(tone(3.0))
+    with connect(f"ws://{host}/v1/listen",
+                 additional_headers={"Authorization": f"Token {ana}"}) as ws:  # fmt: skip
+        ws.send(data[: len(data) // 2])
+        deadline = time.monotonic() + 5
+        while decoding() == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert decoding() == before + 1
+    deadline = time.monotonic() + 10
+    while decoding() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert decoding() == before
+
+
 def test_each_channel_is_its_own_stream(server: tuple[str, str, str]) -> None:
     host, ana, _ = server
     left, right = tone(2.0), tone(2.0) // 2
@@ -185,6 +207,78 @@ def test_realtime_answers_what_it_cannot_take_and_goes_on(server: tuple[str, str
     assert "response.create" in errors[0]["message"]
 
 
+@pytest.mark.parametrize(
+    "session",
+    [{"audio": "pcm"}, {"audio": {"input": {"format": {"type": ["audio/pcm"]}}}},
+     {"audio": {"input": {"turn_detection": {"silence_duration_ms": float("inf")}}}},
+     {"audio": {"input": {"turn_detection": "server_vad"}}},
+     {"audio": {"input": {"transcription": {"language": 7}}}}],
+)  # fmt: skip
+def test_a_malformed_session_update_is_an_error_event_and_the_session_goes_on(
+    server: tuple[str, str, str], session: dict[str, Any]
+) -> None:
+    host, ana, _ = server
+    events = [{"type": "session.update", "session": session}, {"type": "input_audio_buffer.clear"}]
+    got = realtime(host, ana, events, "input_audio_buffer.cleared")
+    errors = [m["error"]["code"] for m in got if m["type"] == "error"]
+    assert errors in (["invalid_session"], ["invalid_format"], ["unsupported_language"])
+
+
+def test_a_revoked_token_gets_no_more_realtime_transcripts(tmp_path: Path) -> None:
+    """The token is checked before each committed word goes out: revoked mid-stream, the
+    socket closes with 1008 and no delta follows."""
+    from websockets.exceptions import ConnectionClosed
+
+    from heard.store.users import revoke_tokens
+
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", recognizers=scripted))
+    _, token = add_user(db, "cy")
+    got: list[dict[str, Any]] = []
+
+    def stream(ws: Any) -> None:
+        got.append(json.loads(ws.recv(timeout=10)))  # session.created
+        revoke_tokens(db, "cy")
+        for event in appends(tone(2.5, 24_000)):
+            ws.send(json.dumps(event))
+            time.sleep(0.005)
+        ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+        while True:
+            got.append(json.loads(ws.recv(timeout=20)))
+
+    try:
+        with (
+            serving(app) as there,
+            connect(
+                f"ws://{there}/v1/realtime", additional_headers={"Authorization": f"Bearer {token}"}
+            ) as ws,
+            pytest.raises(ConnectionClosed) as closed,
+        ):
+            stream(ws)
+    finally:
+        db.dispose()
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1008
+    assert got[0]["type"] == "session.created"
+    assert not [m for m in got if m["type"].endswith("transcription.delta")]
+
+
+def test_deepgram_prerecorded_errors_come_in_deepgrams_shape(server: tuple[str, str, str]) -> None:
+    host, ana, _ = server
+    with httpx.Client(base_url=f"http://{host}/v1", timeout=30) as http:
+        nobody = http.post("/listen", content=b"x", headers={"Authorization": "Token nope"})
+        junk = http.post("/listen", content=b"junk" * 100,
+                         headers={"Authorization": f"Token {ana}"})  # fmt: skip
+        summary = http.post("/listen?summarize=v2", content=b"x",
+                            headers={"Authorization": f"Token {ana}"})  # fmt: skip
+    assert nobody.status_code == 401
+    assert nobody.json()["err_code"] == "INVALID_AUTH"
+    assert junk.status_code == 400
+    assert "cannot read as audio" in junk.json()["err_msg"]
+    assert summary.status_code == 400
+    assert "summarize" in summary.json()["err_msg"]
+
+
 def test_realtime_refuses_a_bad_key_in_openais_shape(server: tuple[str, str, str]) -> None:
     host, _, _ = server
     with pytest.raises(InvalidStatus) as refused:
@@ -223,6 +317,29 @@ def test_three_files_at_once_on_one_key_are_all_transcribed(
     for thread in threads:
         thread.join(60)
     assert statuses == [200, 200, 200]
+
+
+def test_a_user_with_a_backlog_takes_turns_with_the_others() -> None:
+    """A has four files waiting, B and C one each, sent after A's: each freed place goes to
+    the user served longest ago, so A's backlog waits behind B and C."""
+    queue = FairQueue(1, per_user=4, waiting=8)
+    order: list[str] = []
+    gate = threading.Event()
+
+    def run(name: str) -> None:
+        with queue.taken(name[0]):
+            order.append(name)
+            gate.wait(5)
+
+    threads = []
+    for name in ["a0", "a1", "a2", "a3", "a4", "b1", "c1"]:
+        threads.append(threading.Thread(target=run, args=(name,)))
+        threads[-1].start()
+        time.sleep(0.05)
+    gate.set()
+    for thread in threads:
+        thread.join(5)
+    assert order == ["a0", "b1", "c1", "a1", "a2", "a3", "a4"]
 
 
 def test_the_queue_serves_the_user_served_longest_ago_first() -> None:

@@ -118,17 +118,22 @@ class IncomingAudio:
     def feed(self, data: bytes) -> list[bytes]:
         if self._container is not None:
             return self._container.feed(data)
+        if self.encoding == "linear16" and self.channels == 1 and len(data) % 2:
+            raise AudioError("audio must be PCM16 (an even number of bytes)")  # nothing kept
         data = self._carry + data
         whole = len(data) - len(data) % (SAMPLE_BYTES[self.encoding] * self.channels)
         data, self._carry = data[:whole], data[whole:]
-        if self.encoding == "linear16" and self._carry and self.channels == 1:
-            raise AudioError("audio must be PCM16 (an even number of bytes)")
         return self._split(data)
 
     def finish(self) -> list[bytes]:
         if self._container is not None:
             return self._container.finish()
         return [resample(None) for resample in self._resamplers]
+
+    def close(self) -> None:
+        """Stop at once, whatever is left (a container's thread ends; its audio is dropped)."""
+        if self._container is not None:
+            self._container.close()
 
     def _split(self, data: bytes) -> list[bytes]:
         import numpy as np
@@ -143,15 +148,30 @@ class IncomingAudio:
         return [resample(frames[:, c]) for c, resample in enumerate(self._resamplers)]
 
 
+MAX_PENDING_BYTES = 4 * 1024 * 1024
+"""Container bytes sent and not yet decoded: a client that sends faster than FFmpeg decodes
+(or than speech goes) is refused past this."""
+MAX_AHEAD_S = 5.0
+"""Decoded audio not yet taken: the decoder waits beyond this, so a container that decodes to
+far more audio than it weighs (an hour of compressed silence) is charged against the audio
+limit as it is taken, never decoded whole into memory first."""
+
+
 class _Pipe:
-    """Bytes from the socket to FFmpeg's demuxer in another thread: ``read`` waits for them."""
+    """Bytes from the socket to FFmpeg's demuxer in another thread: ``read`` waits for them
+    (end of file once the stream ends or is closed)."""
 
     def __init__(self) -> None:
         self._chunks: queue.Queue[bytes | None] = queue.Queue()
         self._left = b""
         self._ended = False
+        self.pending = 0  # bytes written and not read yet
 
     def write(self, data: bytes | None) -> None:
+        if data is not None:
+            if self.pending + len(data) > MAX_PENDING_BYTES:
+                raise AudioError("the audio stream comes faster than it can be decoded")
+            self.pending += len(data)
         self._chunks.put(data)
 
     def read(self, n: int = -1) -> bytes:
@@ -163,6 +183,7 @@ class _Pipe:
                 self._left += chunk
         size = len(self._left) if n < 0 else n
         out, self._left = self._left[:size], self._left[size:]
+        self.pending -= len(out)
         return out
 
 
@@ -173,7 +194,8 @@ class _Container:
         self.channels = channels
         self._pipe = _Pipe()
         self._out: list[bytearray] = [bytearray() for _ in range(channels)]
-        self._lock = threading.Lock()
+        self._taken_or_closed = threading.Condition()
+        self._closed = False
         self._error: str | None = None
         self._thread = threading.Thread(target=self._decode, name="heard-container", daemon=True)
         self._thread.start()
@@ -185,16 +207,27 @@ class _Container:
 
     def finish(self) -> list[bytes]:
         self._pipe.write(None)
-        self._thread.join(30)
-        return self._taken()
+        out = [bytearray() for _ in range(self.channels)]
+        while self._thread.is_alive():  # what it decodes is taken as it comes: it never waits
+            self._thread.join(0.05)
+            for mine, more in zip(out, self._taken(), strict=True):
+                mine += more
+        return [bytes(mine + more) for mine, more in zip(out, self._taken(), strict=True)]
+
+    def close(self) -> None:
+        with self._taken_or_closed:
+            self._closed = True
+            self._taken_or_closed.notify_all()
+        self._pipe.write(None)
 
     def _taken(self) -> list[bytes]:
-        with self._lock:
+        with self._taken_or_closed:
             if self._error is not None:
                 raise AudioError(self._error)
             out = [bytes(b) for b in self._out]
             for b in self._out:
                 b.clear()
+            self._taken_or_closed.notify_all()
         return out
 
     def _decode(self) -> None:
@@ -203,24 +236,28 @@ class _Container:
         try:
             with av.open(self._pipe, mode="r") as container:
                 stream = container.streams.audio[0]
-                layout = "mono" if self.channels == 1 else "stereo"
-                resampler = av.AudioResampler(format="s16", layout=layout, rate=SAMPLE_RATE)
+                # planar, each channel its own plane, at the stream's own layout
+                resampler = av.AudioResampler(format="s16p", rate=SAMPLE_RATE)
                 for frame in _frames(container, stream):
-                    for out in resampler.resample(frame):
-                        self._keep(bytes(out.planes[0])[: out.samples * 2 * min(2, self.channels)])
+                    if not all(self._keep(o.to_ndarray()) for o in resampler.resample(frame)):
+                        return  # closed
                 for out in resampler.resample(None):
-                    self._keep(bytes(out.planes[0])[: out.samples * 2 * min(2, self.channels)])
+                    self._keep(out.to_ndarray())
         except (av.FFmpegError, IndexError, ValueError, EOFError) as e:
-            with self._lock:
+            with self._taken_or_closed:
                 self._error = f"the audio stream cannot be decoded ({type(e).__name__})"
 
-    def _keep(self, pcm: bytes) -> None:
-        import numpy as np
-
-        frames = np.frombuffer(pcm, dtype="<i2").reshape(-1, min(2, self.channels))
-        with self._lock:
+    def _keep(self, planes: npt.NDArray[Any]) -> bool:
+        """Keep one decoded frame's channels (rows; channels the client said and the stream
+        lacks repeat its last one); False once the container is closed."""
+        with self._taken_or_closed:
+            while not self._closed and len(self._out[0]) > MAX_AHEAD_S * SAMPLE_RATE * 2:
+                self._taken_or_closed.wait(0.5)
+            if self._closed:
+                return False
             for c, out in enumerate(self._out):
-                out += frames[:, min(c, frames.shape[1] - 1)].tobytes()
+                out += planes[min(c, len(planes) - 1)].astype("<i2").tobytes()
+            return True
 
 
 def _frames(container: Any, stream: Any) -> Iterator[Any]:

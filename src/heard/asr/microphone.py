@@ -164,6 +164,8 @@ class Microphone:
 
     async def flush(self) -> None:
         """Decode what has arrived, and the last final; return once they are handed on."""
+        if self._task.done():  # stopped (closed, or its recognizer failed): nothing to wait for
+            return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._flushed.append(done)
         self.end()

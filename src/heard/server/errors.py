@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,11 +37,13 @@ from heard.server.schemas import ErrorOut, InvalidOut
 
 __all__ = [
     "BAD",
+    "DEEPGRAM_PATH",
     "EXCERPT_CHARS",
     "NOT_FOUND",
     "OPENAI_PREFIX",
     "STATUS_OF",
     "STORE_TROUBLE",
+    "deepgram_error",
     "error_reply",
     "install_error_handlers",
     "invalid_detail",
@@ -102,10 +105,24 @@ _OPENAI_TYPES = {401: "invalid_request_error", 429: "rate_limit_exceeded"}
 _OPENAI_CODES = {401: "invalid_api_key", 413: "file_too_large", 429: "rate_limit_exceeded"}
 
 
+DEEPGRAM_PATH = "/v1/listen"
+"""Deepgram's pre-recorded route: its errors in Deepgram's shape."""
+_DEEPGRAM_CODES = {400: "Bad Request", 401: "INVALID_AUTH", 413: "PAYLOAD_TOO_LARGE",
+                   429: "TOO_MANY_REQUESTS"}  # fmt: skip
+
+
+def deepgram_error(status: int, message: str) -> dict[str, str]:
+    """Deepgram's error body: ``{"err_code", "err_msg", "request_id"}``."""
+    code = _DEEPGRAM_CODES.get(status, "ERROR")
+    return {"err_code": code, "err_msg": message, "request_id": str(uuid.uuid4())}
+
+
 def error_reply(path: str, status: int, detail: Any) -> tuple[int, dict[str, Any]]:
     """The status and body of an error on ``path``: heard's shape, or OpenAI's on its routes
     (``detail`` may then be a dict with ``message``, ``param`` and ``code``; a validation's
     list of errors becomes one message, naming the first field)."""
+    if path == DEEPGRAM_PATH:
+        return status, deepgram_error(status, str(detail))
     if not path.startswith(OPENAI_PREFIX):
         return status, {"detail": detail}
     param = code = None

@@ -58,14 +58,13 @@ from heard.asr.incoming import IncomingAudio
 from heard.asr.microphone import Microphone
 from heard.asr.streaming import Decoded, StreamOptions, strip_punctuation
 from heard.asr.whisper import load_model
-from heard.errors import AudioError
+from heard.errors import AudioError, SocketCloseError
 from heard.server.listen_options import ListenOptions, parse_options
 from heard.server.session import (
     CLOSE_ERROR,
     CLOSE_INVALID,
     CLOSE_NORMAL,
     MAX_FRAME_BYTES,
-    Closing,
     Session,
 )
 from heard.storable import unique_keys
@@ -238,7 +237,7 @@ class DeepgramCodec:
         try:
             pcm = self.incoming.feed(data)
         except AudioError as e:
-            raise Closing(CLOSE_INVALID, f"frame {self.number}: {e}") from None
+            raise SocketCloseError(CLOSE_INVALID, f"frame {self.number}: {e}") from None
         self._hand_on(pcm)
 
     async def _flush(self) -> None:
@@ -253,7 +252,7 @@ class DeepgramCodec:
         try:
             control = json.loads(raw, object_pairs_hook=unique_keys)
         except (ValueError, RecursionError):
-            raise Closing(
+            raise SocketCloseError(
                 CLOSE_INVALID, f"frame {self.number}: not a JSON control message"
             ) from None
         kind = control.get("type") if isinstance(control, dict) else None
@@ -272,12 +271,12 @@ class DeepgramCodec:
                 try:
                     self._hand_on(await asyncio.to_thread(self.incoming.finish))
                 except AudioError as e:
-                    raise Closing(CLOSE_INVALID, f"frame {self.number}: {e}") from None
+                    raise SocketCloseError(CLOSE_INVALID, f"frame {self.number}: {e}") from None
             await self._flush()
             self.session.send(self.metadata())
-            raise Closing(CLOSE_NORMAL, "")
+            raise SocketCloseError(CLOSE_NORMAL, "")
         shown = str(kind)[:40] if kind is not None else "no type"
-        raise Closing(
+        raise SocketCloseError(
             CLOSE_INVALID,
             f"frame {self.number}: {shown}: KeepAlive, Finalize, CloseStream or Configure",
         )
@@ -285,11 +284,13 @@ class DeepgramCodec:
     def error(self, detail: str) -> None:
         """Deepgram says nothing before a close; the close's reason carries it."""
 
-    def on_idle(self) -> Closing:
-        return Closing(CLOSE_ERROR, f"NET-0001: no audio or message for {IDLE_S:g} s")
+    def on_idle(self) -> SocketCloseError:
+        return SocketCloseError(CLOSE_ERROR, f"NET-0001: no audio or message for {IDLE_S:g} s")
 
     async def close(self) -> None:
         try:
+            if self.incoming is not None:
+                self.incoming.close()  # a container's decoding thread stops with the socket
             await asyncio.gather(*(m.close() for m in self.microphones), return_exceptions=True)
         finally:
             LISTENING.discard(self.request_id)

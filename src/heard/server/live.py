@@ -60,7 +60,7 @@ from fastapi import WebSocket
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.microphone import Microphone
-from heard.errors import EventLogError, InputError
+from heard.errors import EventLogError, InputError, SocketCloseError
 from heard.live.prepared import PreparedContext
 from heard.live.session import live_session
 from heard.memory.evidence import Evidence
@@ -89,7 +89,6 @@ from heard.server.session import (
     CLOSE_POLICY,
     MAX_FRAME_BYTES,
     REVOKED,
-    Closing,
     Session,
 )
 from heard.storable import unique_keys
@@ -241,7 +240,7 @@ class LiveCodec:
     async def audio(self, data: bytes) -> None:
         self.number += 1
         if not data or len(data) % 2:
-            raise Closing(
+            raise SocketCloseError(
                 CLOSE_INVALID, f"frame {self.number}: audio must be PCM16 (an even number of bytes)"
             )
         self.session.charge_audio(len(data))
@@ -267,14 +266,14 @@ class LiveCodec:
         try:
             event = parse_event(raw, "frame", self.number)
         except EventLogError as e:
-            raise Closing(CLOSE_INVALID, str(e)[:120]) from None
+            raise SocketCloseError(CLOSE_INVALID, str(e)[:120]) from None
         if not await self._feed(event):
-            raise Closing(CLOSE_POLICY, REVOKED)
+            raise SocketCloseError(CLOSE_POLICY, REVOKED)
 
     def error(self, detail: str) -> None:
         self.session.send(Error(detail=detail))
 
-    def on_idle(self) -> Closing:  # idle_s is None: never called
+    def on_idle(self) -> SocketCloseError:  # idle_s is None: never called
         raise AssertionError("the live socket has no idle limit")
 
     async def close(self) -> None:

@@ -133,14 +133,15 @@ class FairQueue:
     ``per_user`` of one user and ``waiting`` in all (past that, ``BusyError``: a 429 with
     Retry-After). When a place frees, the waiting user served longest ago goes first (one
     user re-posting cannot keep the place from another), each user's own files in the order
-    they came. ``stopping`` set: the waiting give up with ``StoppingError`` (a 503)."""
+    they came. ``stopping`` set: the waiting give up with ``StoppingError`` (a 503). A waiting
+    request holds a request thread (40 in all), so ``waiting`` stays well under that."""
 
     def __init__(
         self,
         total: int,
         *,
         per_user: int = 4,
-        waiting: int = 32,
+        waiting: int = 16,
         stopping: threading.Event | None = None,
         typical_s: float = 10.0,
     ) -> None:
@@ -151,7 +152,8 @@ class FairQueue:
         self._lock = threading.Condition()
         self._running = 0
         self._queue: list[tuple[int, str]] = []  # (ticket, owner), in arrival order
-        self._served: dict[str, int] = {}  # owner -> the ticket counter when last served
+        self._served: dict[str, int] = {}  # owner -> the turn it was last served in
+        self._turns = 0  # files started so far
         self._counter = 0
 
     def _next(self) -> int | None:
@@ -188,7 +190,8 @@ class FairQueue:
                 self._queue.remove((ticket, owner))
                 self._lock.notify_all()
             self._running += 1
-            self._served[owner] = ticket
+            self._turns += 1
+            self._served[owner] = self._turns
         try:
             yield
         finally:

@@ -46,9 +46,9 @@ from heard.asr.incoming import IncomingAudio
 from heard.asr.microphone import Microphone
 from heard.asr.streaming import Decoded, StreamOptions
 from heard.asr.whisper import WhisperOptions, load_model
-from heard.errors import AudioError, HeardError
+from heard.errors import AudioError, HeardError, SocketCloseError
 from heard.server.listen_options import DECODE_SILENCE_MS
-from heard.server.session import CLOSE_INVALID, Closing, Session
+from heard.server.session import CLOSE_INVALID, Session
 from heard.storable import unique_keys
 from heard.transcript.events import EventKind
 
@@ -135,10 +135,15 @@ class RealtimeCodec:
         try:
             event = json.loads(raw, object_pairs_hook=unique_keys)
         except (ValueError, RecursionError):
-            raise Closing(CLOSE_INVALID, "not a JSON event") from None
+            raise SocketCloseError(CLOSE_INVALID, "not a JSON event") from None
         kind = event.get("type") if isinstance(event, dict) else None
         if kind in ("session.update", "transcription_session.update"):
-            await self._update(event.get("session"), beta=kind.startswith("transcription_"))
+            try:
+                await self._update(event.get("session"), beta=kind.startswith("transcription_"))
+            except (TypeError, ValueError, AttributeError, OverflowError):
+                self.error(f"{kind}: a session as OpenAI's Realtime API describes it (audio."
+                           "input.format, transcription, turn_detection)",
+                           code="invalid_session")  # fmt: skip
         elif kind == "input_audio_buffer.append":
             self._append(event.get("audio"))
         elif kind == "input_audio_buffer.commit":
@@ -158,10 +163,12 @@ class RealtimeCodec:
         self._send("error", error={"type": "invalid_request_error", "code": code,
                                    "message": detail, "param": None})  # fmt: skip
 
-    def on_idle(self) -> Closing:
+    def on_idle(self) -> SocketCloseError:
         raise AssertionError("the realtime socket has no idle limit")
 
     async def close(self) -> None:
+        if self.incoming is not None:
+            self.incoming.close()
         if self.microphone is not None:
             await self.microphone.close()
 
@@ -178,7 +185,7 @@ class RealtimeCodec:
             self.error(f"audio format {str(audio_format)[:40]!r}: audio/pcm (24 kHz), "
                        "audio/pcmu or audio/pcma", code="invalid_format")  # fmt: skip
             return
-        language = transcription.get("language") or self.language
+        language = str(transcription.get("language") or self.language)
         try:
             await asyncio.to_thread(
                 lambda: load_model(self.whisper).language(language.split("-")[0] or None)
@@ -186,13 +193,16 @@ class RealtimeCodec:
         except HeardError as e:
             self.error(str(e), code="unsupported_language")
             return
+        turns = audio_in["turn_detection"] if "turn_detection" in audio_in else asked.get(
+            "turn_detection", self.turn_detection)  # fmt: skip
+        if turns is not None:
+            silence = dict(turns).get("silence_duration_ms", DECODE_SILENCE_MS)
+            if not isinstance(silence, int | float) or not 0 <= silence <= 60_000:
+                raise ValueError("silence_duration_ms: 0 to 60000")
+        self.turn_detection = None if turns is None else {**SERVER_VAD, **turns}
         self.format = audio_format or self.format
         self.language = language.split("-")[0]
         self.model = str(transcription.get("model") or self.model)[:80]
-        turns = audio_in["turn_detection"] if "turn_detection" in audio_in else asked.get(
-            "turn_detection", self.turn_detection)  # fmt: skip
-        if turns is None or isinstance(turns, dict):
-            self.turn_detection = None if turns is None else {**SERVER_VAD, **turns}
         if self.received == 0:
             await self._restart()  # not a word yet: start with what was asked
         name = "transcription_session.updated" if beta else "session.updated"
@@ -249,6 +259,8 @@ class RealtimeCodec:
                        audio_start_ms=round(d.start_s * 1000))  # fmt: skip
         if d.kind is not EventKind.FINAL:
             return
+        if not await self.session.admit_final():
+            return  # revoked: the session closes with 1008
         if d.text:
             words = d.text.split()
             delta = (" " if item.words else "") + d.text

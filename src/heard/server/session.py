@@ -21,8 +21,9 @@ Every live WebSocket (heard's ``/v1/live``, Deepgram's ``/v1/listen``, OpenAI's
   decoded and stopped), what it sent is delivered, then the close frame.
 
 A codec (``Codec``) reads the protocol's frames and writes its messages; it raises
-``Closing`` to end the socket with a code and a reason. Adding a protocol is one codec and one
-``mount`` line in ``heard.server.app``.
+``heard.errors.SocketCloseError`` to end the socket with a code and a reason (any other
+exception is a bug: logged, that socket closed with 1011, nobody else notices). Adding a
+protocol is one codec and one ``mount`` line in ``heard.server.app``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel
 
-from heard.errors import InputError
+from heard.errors import InputError, SocketCloseError
 from heard.server import quotas
 from heard.store.users import Principal, authenticate, digest
 
@@ -55,7 +56,6 @@ __all__ = [
     "OUTBOX_LIMIT",
     "REVOKED",
     "SEND_TIMEOUT_S",
-    "Closing",
     "Codec",
     "Session",
     "close_reason",
@@ -93,14 +93,6 @@ def close_reason(text: str) -> str:
     return data[: MAX_REASON_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
-class Closing(Exception):
-    """Raised by a codec (or the session) to end the socket with ``code`` and ``reason``."""
-
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code, self.reason = code, reason
-
-
 class Codec(Protocol):
     """One protocol on the session loop. Made per connection after the caller is known, in a
     worker thread (``InputError`` from the constructor refuses the handshake with a 400,
@@ -128,7 +120,7 @@ class Codec(Protocol):
         """Tell the client what went wrong before the session closes it."""
         ...
 
-    def on_idle(self) -> Closing:
+    def on_idle(self) -> SocketCloseError:
         """The close for a socket quiet for ``idle_s``."""
         ...
 
@@ -192,7 +184,7 @@ class Session:
         self.id = uuid.uuid4().hex[:8]
         self.revoked = False
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue(maxsize=OUTBOX_LIMIT)
-        self.ended: asyncio.Future[Closing] = asyncio.get_running_loop().create_future()
+        self.ended: asyncio.Future[SocketCloseError] = asyncio.get_running_loop().create_future()
 
     def send(self, message: BaseModel | dict[str, Any]) -> None:
         """Queue ``message`` for the client (dropped once the client is not reading)."""
@@ -202,15 +194,15 @@ class Session:
         try:
             self.outbox.put_nowait(text)
         except asyncio.QueueFull:
-            self.end(Closing(CLOSE_POLICY, NOT_READING))
+            self.end(SocketCloseError(CLOSE_POLICY, NOT_READING))
 
-    def end(self, closing: Closing) -> None:
+    def end(self, closing: SocketCloseError) -> None:
         """End the socket now (from a callback: the loop is waiting on the client)."""
         if not self.ended.done():
             self.ended.set_result(closing)
 
     def charge_audio(self, pcm_bytes: int) -> None:
-        """``pcm_bytes`` of 16 kHz PCM16 against the token's audio limit (``Closing`` when
+        """``pcm_bytes`` of 16 kHz PCM16 against the token's audio limit (``SocketCloseError`` when
         over it)."""
         if not self.quota.pcm.take(pcm_bytes):
             raise self._too_fast("audio")
@@ -222,7 +214,7 @@ class Session:
         ) is None:  # fmt: skip
             self.revoked = True
             log.warning("%s: the token was revoked; closing", self.name)
-            self.end(Closing(CLOSE_POLICY, REVOKED))
+            self.end(SocketCloseError(CLOSE_POLICY, REVOKED))
         return not self.revoked
 
     @property
@@ -234,14 +226,14 @@ class Session:
     def name(self) -> str:
         return f"{self.id} ({self.user.name})"
 
-    def _too_fast(self, what: str) -> Closing:
+    def _too_fast(self, what: str) -> SocketCloseError:
         log.warning("%s: over the rate limit for %s", self.name, what)
         self.quota.bar()
         detail = (
             f"over the rate limit of {quotas.limit_text(what)}; closing "
             f"(no new connection for {quotas.BARRED_S:g} s)"
         )
-        return Closing(CLOSE_POLICY, detail)
+        return SocketCloseError(CLOSE_POLICY, detail)
 
 
 def mount(
@@ -280,8 +272,8 @@ def mount(
 
 async def _run(session: Session, codec: Codec) -> None:
     sender = asyncio.create_task(_send_all(session))
-    receiving: asyncio.Task[Closing | None] | None = None
-    closing: Closing | None = None
+    receiving: asyncio.Task[SocketCloseError | None] | None = None
+    closing: SocketCloseError | None = None
     try:
         await codec.start()
         receiving = asyncio.create_task(_receive(session, codec))
@@ -291,8 +283,7 @@ async def _run(session: Session, codec: Codec) -> None:
             closing = receiving.result()
         else:
             receiving.cancel()
-            with contextlib.suppress(BaseException):
-                await receiving
+            await asyncio.wait({receiving})
             closing = session.ended.result()
             if session.stuck:
                 log.warning("%s on %s: not reading its messages, closed", session.name,
@@ -306,13 +297,14 @@ async def _run(session: Session, codec: Codec) -> None:
             await codec.close()
         except Exception:  # its microphones are stopped either way; the client hears the close
             log.exception("%s on %s: closing failed", session.name, codec.protocol)
-        if session.stuck:
+        try:
+            if session.stuck:
+                raise asyncio.QueueFull
+            session.outbox.put_nowait(None)  # what was sent before goes out first
+        except asyncio.QueueFull:
             sender.cancel()
-        else:
-            with contextlib.suppress(asyncio.QueueFull):
-                session.outbox.put_nowait(None)
-        with contextlib.suppress(BaseException):
-            await sender
+        await asyncio.wait({sender}, timeout=SEND_TIMEOUT_S)
+        sender.cancel()
         if closing is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(
@@ -326,13 +318,13 @@ async def _send_all(session: Session) -> None:
         try:
             await asyncio.wait_for(session.websocket.send_text(text), SEND_TIMEOUT_S)
         except TimeoutError:
-            session.end(Closing(CLOSE_POLICY, NOT_READING))
+            session.end(SocketCloseError(CLOSE_POLICY, NOT_READING))
             return
         except (WebSocketDisconnect, RuntimeError, OSError):  # the client is gone, or going
             return
 
 
-async def _receive(session: Session, codec: Codec) -> Closing | None:
+async def _receive(session: Session, codec: Codec) -> SocketCloseError | None:
     """Frames until the client leaves (None) or must be closed."""
     number = 0
     events = session.quota.events
@@ -347,14 +339,14 @@ async def _receive(session: Session, codec: Codec) -> Closing | None:
             return None
         number += 1
         if session.revoked:
-            return Closing(CLOSE_POLICY, REVOKED)
+            return SocketCloseError(CLOSE_POLICY, REVOKED)
         raw, data = message.get("text"), message.get("bytes")
         size = len(raw.encode("utf-8", "surrogatepass")) if raw is not None else len(data or b"")
         try:
             if size > codec.max_frame_bytes:
                 log.warning("%s: frame %d is over %d bytes", session.name, number,
                             codec.max_frame_bytes)  # fmt: skip
-                raise Closing(
+                raise SocketCloseError(
                     CLOSE_TOO_BIG, f"frame {number} is over {codec.max_frame_bytes} bytes"
                 )
             if raw is not None:
@@ -363,10 +355,14 @@ async def _receive(session: Session, codec: Codec) -> Closing | None:
                 await codec.text(raw)
             else:
                 await codec.audio(data or b"")
-        except Closing as e:
+        except Exception as e:
+            if not isinstance(e, SocketCloseError):  # a bug: this socket ends, nobody else notices
+                log.exception("%s on %s: frame %d failed", session.name, codec.protocol, number)
+                codec.error("the server failed on this frame; closing")
+                return SocketCloseError(CLOSE_ERROR, "the server failed on a frame")
             if e.code == CLOSE_POLICY and e.reason.startswith("over the rate limit"):
                 codec.error(e.reason)
-                return Closing(e.code, f"frame {number}: {e.reason}")
+                return SocketCloseError(e.code, f"frame {number}: {e.reason}")
             if e.code in (CLOSE_INVALID, CLOSE_TOO_BIG):
                 log.warning("%s on %s: %s", session.name, codec.protocol, e.reason)
             return e

@@ -28,6 +28,7 @@ Files wait their turn with OpenAI's route (one queue, fair per user); errors are
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import uuid
 from datetime import UTC, datetime
@@ -41,9 +42,9 @@ from starlette.concurrency import run_in_threadpool
 from heard.asr.audio import check_duration, probe_audio
 from heard.asr.streaming import strip_punctuation
 from heard.asr.whisper import FasterWhisperTranscriber, load_model
-from heard.errors import AudioError, HeardError, InputError
+from heard.errors import BusyError, HeardError, InputError
 from heard.server.deps import Caller, Settings
-from heard.server.errors import status_of
+from heard.server.errors import deepgram_error, status_of
 from heard.server.schemas import DeepgramErrorOut
 from heard.speech import Segment, Word
 
@@ -67,24 +68,19 @@ NOT_DONE = frozenset({"summarize", "topics", "intents", "sentiment", "detect_ent
 SENTENCE_END = re.compile(r"[.!?]$")
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
 def _flag(params: dict[str, str], name: str) -> bool:
     value = params.get(name, "false").lower()
     if value not in ("true", "false"):
-        raise _Refused(400, f"{name}={value[:40]!r}: true or false")
+        raise InputError(f"{name}={value[:40]!r}: true or false")
     return value == "true"
 
 
-def _error(status: int, message: str, request_id: str) -> JSONResponse:
-    code = {400: "Bad Request", 401: "INVALID_AUTH", 413: "PAYLOAD_TOO_LARGE",
-            429: "TOO_MANY_REQUESTS"}.get(status, "ERROR")  # fmt: skip
-    body = {"err_code": code, "err_msg": message, "request_id": request_id}
-    return JSONResponse(body, status_code=status)
+def _error(
+    status: int, message: str, request_id: str, retry_after_s: float | None = None
+) -> JSONResponse:
+    body = {**deepgram_error(status, message), "request_id": request_id}
+    headers = {"Retry-After": str(max(1, math.ceil(retry_after_s)))} if retry_after_s else None
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 @router.post(
@@ -104,32 +100,38 @@ async def listen(request: Request, user: Caller, settings: Settings) -> JSONResp
     """Transcribe the audio in the body, as Deepgram's ``/v1/listen`` does."""
     request_id = str(uuid.uuid4())
     params = {k: v for k, v in request.query_params.items()}
+    asked = sorted(k for k in NOT_DONE if k in params and params[k].lower() != "false")
+    unknown = sorted(set(params) - NO_EFFECT - NOT_DONE)
+    if asked or unknown:
+        named = ", ".join((asked + unknown)[:5])[:200]
+        return _error(400, f"not supported here: {named}", request_id)
+    if request.headers.get("content-type", "").startswith("application/json"):
+        return _error(400, "heard fetches no URL: send the audio itself as the body", request_id)
+    if settings.transcriber is None:
+        no = "this server transcribes on workers (--queue): no recognizer here"
+        return _error(503, no, request_id)
+    path = await _kept(request, settings)
+    if path is None:
+        return _error(507, "the server has no room for the audio", request_id)
     try:
-        asked = sorted(k for k in NOT_DONE if k in params and params[k].lower() != "false")
-        unknown = sorted(set(params) - NO_EFFECT - NOT_DONE)
-        if asked or unknown:
-            raise _Refused(400, f"not supported here: {', '.join((asked + unknown)[:5])[:200]}")
-        if request.headers.get("content-type", "").startswith("application/json"):
-            raise _Refused(400, "heard fetches no URL: send the audio itself as the body")
-        if settings.transcriber is None:
-            raise _Refused(503, "this server transcribes on workers (--queue): no recognizer here")
-        path = await _kept(request, settings)
-    except _Refused as e:
-        return _error(e.status, e.message, request_id)
-    try:
+        if path.stat().st_size == 0:
+            raise InputError("the body is empty: send the audio as the body")
         body = await run_in_threadpool(_transcribe, request, user.owner, settings, path, params)
-    except _Refused as e:
-        return _error(e.status, e.message, request_id)
     except HeardError as e:
-        return _error(status_of(e), str(e).replace(str(path), "the body"), request_id)
+        # Deepgram answers what it cannot take with a 400 (heard's own routes: a 422)
+        status = 400 if isinstance(e, InputError) and not isinstance(e, BusyError) else (
+            status_of(e))  # fmt: skip
+        wait = e.retry_after_s if isinstance(e, BusyError) else None
+        return _error(status, str(e).replace(str(path), "the body"), request_id, wait)
     finally:
         path.unlink(missing_ok=True)
     body["metadata"]["request_id"] = request_id
     return JSONResponse(body)
 
 
-async def _kept(request: Request, settings: ServerSettings) -> Path:
-    """The body in a file of its own in the uploads volume (the caller removes it)."""
+async def _kept(request: Request, settings: ServerSettings) -> Path | None:
+    """The body in a file of its own in the uploads volume (the caller removes it); None when
+    the server has no room for it (nothing is left behind)."""
     import tempfile
 
     folder = settings.uploads / ".transcriptions"
@@ -142,13 +144,10 @@ async def _kept(request: Request, settings: ServerSettings) -> Path:
                 out.write(chunk)
     except OSError:
         path.unlink(missing_ok=True)
-        raise _Refused(507, "the server has no room for the audio") from None
+        return None
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    if path.stat().st_size == 0:
-        path.unlink(missing_ok=True)
-        raise _Refused(400, "the body is empty: send the audio as the body")
     return path
 
 
@@ -161,24 +160,16 @@ def _transcribe(
     detect = _flag(params, "detect_language")
     if detect and isinstance(transcriber, FasterWhisperTranscriber):
         if not load_model(transcriber.options).multilingual:
-            raise _Refused(400, "detect_language needs a multilingual model (heard serve "
-                                "--model base); the server's knows only English")  # fmt: skip
+            raise InputError("detect_language needs a multilingual model (heard serve "
+                             "--model base); the server's knows only English")  # fmt: skip
         language = None
     punctuated = _flag(params, "punctuate") or _flag(params, "smart_format")
     split_s = float(params["utt_split"]) if _number(params.get("utt_split")) else 0.8
     with request.app.state.transcribing.taken(owner):
-        try:
-            info = probe_audio(path)
-            check_duration(info, settings.max_track_s)
-        except AudioError as e:
-            raise _Refused(400, str(e).replace(str(path), "the body")) from None
+        info = probe_audio(path)  # AudioError: a 400 naming the body
+        check_duration(info, settings.max_track_s)
         channels = range(info.channels) if _flag(params, "multichannel") else [None]
-        heard = []
-        for channel in channels:
-            try:
-                heard.append(transcriber.transcribe(path, channel=channel, language=language))
-            except InputError as e:
-                raise _Refused(400, str(e)) from None
+        heard = [transcriber.transcribe(path, channel=c, language=language) for c in channels]
         speakers = _speakers(path) if _flag(params, "diarize") else None
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     model = params.get("model", settings.whisper.model_name)[:80]

@@ -94,8 +94,9 @@ ENGLISH_ONLY = (
 
 
 def queue(stopping: threading.Event) -> FairQueue:
-    """Files transcribed at once: one per core but one, at least one; the rest wait."""
-    return FairQueue(max(1, (os.cpu_count() or 2) - 1), stopping=stopping)
+    """Files transcribed at once: one per core but one (at least one, at most 16: each holds a
+    request thread); the rest wait their turn."""
+    return FairQueue(min(16, max(1, (os.cpu_count() or 2) - 1)), stopping=stopping)
 
 
 def _invalid(message: str, param: str, code: str | None = None) -> HTTPException:
