@@ -79,6 +79,33 @@ def wav(channels: list[np.ndarray], rate: int = 16_000) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.parametrize(("form", "codec"), [("ogg", "libopus"), ("webm", "libopus"),
+                                             ("mp3", "libmp3lame")])  # fmt: skip
+def test_containers_a_browser_or_a_file_sends_decode_as_their_bytes_come(
+    form: str, codec: str
+) -> None:
+    out = io.BytesIO()
+    said = tone(2.0, 48_000)
+    with av.open(out, "w", format=form) as container:
+        stream = container.add_stream(codec, rate=48_000)
+        stream.layout = "mono"
+        for i in range(0, len(said), 960):
+            frame = av.AudioFrame.from_ndarray(said[i : i + 960].reshape(1, -1), format="s16",
+                                               layout="mono")  # fmt: skip
+            frame.sample_rate = 48_000
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    (pcm,) = fed(IncomingAudio("container"), out.getvalue(), 1024)
+    got = np.frombuffer(pcm, "<i2").astype(float)
+    assert abs(len(got) - 32_000) < 1600  # 2 s, give or take a codec's padding
+    want = tone(2.0, 16_000).astype(float)
+    lag = int(np.argmax(np.correlate(got[4000:8000], want[4000:4400], "valid")))
+    aligned = got[4000 + lag : 4000 + lag + 8000]  # the codec's delay taken out
+    assert np.corrcoef(aligned, want[4000 : 4000 + len(aligned)])[0, 1] > 0.9
+
+
 def test_a_container_with_four_channels_keeps_each_apart() -> None:
     levels = [1000, 2000, 3000, 4000]
     data = wav([np.full(16_000, v, dtype="<i2") for v in levels])

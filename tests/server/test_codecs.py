@@ -55,6 +55,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str,
     settings = ServerSettings(db, folder / "uploads", transcriber=SlowTranscriber({}),
                               recognizers=scripted)  # fmt: skip
     app = create_app(settings)
+    app.state.transcribing = FairQueue(1, stopping=settings.stopping)  # one at a time, any machine
     _, ana = add_user(db, "ana")
     _, ben = add_user(db, "ben")
     try:
