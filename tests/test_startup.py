@@ -8,8 +8,10 @@ inside the commands (and library functions) that use them.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,12 +19,14 @@ HEAVY = ("sqlalchemy", "numpy", "torch", "faster_whisper", "ctranslate2", "fasta
          "pydantic", "yaml", "alembic", "httpx", "uvicorn", "av")  # fmt: skip
 
 
-def loaded_after(code: str) -> set[str]:
-    """The modules a fresh interpreter holds after running ``code``."""
+def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code`` (with ``env`` added to the
+    environment)."""
     probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
     return set(json.loads(out.stdout.splitlines()[-1]))
 
 
@@ -62,3 +66,26 @@ def test_public_names_still_resolve_on_first_use() -> None:
     modules = loaded_after("import heard\nheard.Database\nheard.tokenize('x')")
     assert "sqlalchemy" in modules
     assert "heard.store.database" in modules
+
+
+RECALL_NEEDS_NONE_OF = ("heard.pipeline", "heard.server", "heard.asr", "heard.cli.meeting_jobs",
+                        "heard.diarize", "faster_whisper", "ctranslate2", "fastapi", "celery",
+                        "uvicorn", "av")  # fmt: skip
+"""What a recall never uses: the meeting pipeline, the server, speech recognition (issue 46:
+``heard memory recall`` imported the meeting pipeline through ``meeting_jobs``, 0.6 s)."""
+
+
+def test_a_recall_loads_no_meeting_pipeline_server_or_recognizer(tmp_path: Path) -> None:
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text(
+        "\n".join(json.dumps({"id": f"t{i}", "speaker": "ana", "text": text, "session": "s1"})
+                  for i, text in enumerate(["we ship on friday", "the budget is approved"]))
+        + "\n", encoding="utf-8",
+    )  # fmt: skip
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    ingest = ["memory", "ingest", str(turns), "--db", db]
+    loaded_after(help_code(ingest), env={"HEARD_DENSE": "0"})
+    loaded = loaded_after(help_code(["memory", "recall", "when do we ship", "--db", db]),
+                          env={"HEARD_DENSE": "0"})  # fmt: skip
+    assert "heard.memory.recall" in loaded  # it did recall
+    assert sorted(m for m in loaded if m.startswith(RECALL_NEEDS_NONE_OF)) == []

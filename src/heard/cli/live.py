@@ -70,7 +70,7 @@ def live(
     """
     import asyncio
 
-    from heard.cli.meeting_jobs import open_store
+    from heard.cli.stores import open_store
     from heard.live.session import feed_at_pace, live_session
     from heard.memory.factory import build_memory
     from heard.settings import settings

@@ -13,41 +13,17 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from heard.errors import InputError, NotFoundError
+from heard.errors import InputError
 from heard.pipeline import PipelineOutcome, TrackProgress, jobs, run_pipeline
 from heard.pipeline.steps import ClaimedTrack
-from heard.settings import database_url, settings
-from heard.store.database import Database, safe_url
+from heard.settings import settings
+from heard.store.database import Database
 from heard.store.meetings import TrackSpec, get_meeting, track_states
 from heard.store.models import TrackStatus
 
 if TYPE_CHECKING:
     from heard.asr.transcriber import Transcriber
     from heard.asr.whisper import WhisperOptions
-
-
-def open_store(url: str | None, meeting_id: str | None = None) -> Database:
-    """The store, its schema upgraded; asking for a meeting in an empty store is not found."""
-    db = Database(database_url(url))
-    if db.has_schema():
-        db.migrate()
-    elif meeting_id is not None:
-        raise NotFoundError(f"no meeting {meeting_id!r} (no meetings in {db.safe_url})")
-    return db
-
-
-def queue_database(url: str | None) -> Database:
-    """The store a ``--queue`` command writes to: the one the workers open. They read
-    ``$HEARD_DATABASE_URL`` (or the SQLite default) where they run, so a ``--db`` naming another
-    database would leave its meetings pending forever, each task finding nothing: refused."""
-    workers = database_url(None)
-    if url and url != workers:
-        raise InputError(
-            f"--queue with --db {safe_url(url)}: the workers open "
-            f"{safe_url(workers)} ($HEARD_DATABASE_URL); set HEARD_DATABASE_URL to the one "
-            "database, here and where the workers run, and leave out --db"
-        )
-    return Database(workers)
 
 
 class _Bars(TrackProgress):

@@ -217,13 +217,8 @@ def transcribe(
     A meeting in two languages: heard transcribe --model base --language ana=es ana=a.wav
     bob=b.wav (bob's language is detected)
     """
-    from heard.cli.meeting_jobs import (
-        enqueue,
-        open_store,
-        queue_database,
-        transcribe_meeting,
-        transcribe_stored,
-    )
+    from heard.cli.meeting_jobs import enqueue, transcribe_meeting, transcribe_stored
+    from heard.cli.stores import open_store, queue_database
     from heard.pipeline.jobs import document
     from heard.settings import database_url
     from heard.store.database import Database
@@ -297,7 +292,7 @@ def export(
     output: OutputOption = None,
 ) -> None:
     """Write a stored meeting's transcript in any format."""
-    from heard.cli.meeting_jobs import open_store
+    from heard.cli.stores import open_store
     from heard.pipeline.jobs import document
     from heard.timeline.formats import render
 
@@ -315,7 +310,7 @@ def meetings(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List stored meetings, newest first."""
-    from heard.cli.meeting_jobs import open_store
+    from heard.cli.stores import open_store
     from heard.store.meetings import list_meetings
 
     database = open_store(db)
@@ -348,7 +343,7 @@ def status(
     A language reads es (0.97) when detected with that probability, es when given, es? when
     asked for and not transcribed yet.
     """
-    from heard.cli.meeting_jobs import open_store
+    from heard.cli.stores import open_store
     from heard.pipeline.jobs import INTERRUPTED, track_label, view
 
     stands = view(open_store(db, meeting_id), meeting_id)

@@ -83,7 +83,7 @@ def ingest(
 ) -> None:
     """Store final utterances as evidence (all of the file, or nothing), with their vectors
     when the dense scout is on, so a recall encodes only its question."""
-    from heard.cli.meeting_jobs import open_store
+    from heard.cli.stores import open_store
     from heard.memory.utterances import ingest_file
 
     embedder = memory_parts(dense).embedder
@@ -95,7 +95,7 @@ def ingest(
 
 
 def _recaller(db: str | None, memory: Path | None, dense: bool | None) -> MemoryRecall:
-    from heard.cli.meeting_jobs import open_store
+    from heard.cli.stores import open_store
     from heard.memory.factory import build_memory
 
     database = open_store(db)

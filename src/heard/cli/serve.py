@@ -131,7 +131,7 @@ def serve(
         ) from e
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model
-    from heard.cli.meeting_jobs import queue_database
+    from heard.cli.stores import queue_database
     from heard.memory.factory import MemoryParts
     from heard.settings import data_dir, database_url
     from heard.store.database import Database
