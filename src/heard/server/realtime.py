@@ -77,9 +77,10 @@ async def refuse(websocket: WebSocket, status: int, message: str) -> None:
 class _Item:
     """One utterance: its id, its words so far, whether its speech was announced."""
 
-    def __init__(self, previous: str | None) -> None:
+    def __init__(self, previous: str | None, start: int = 0) -> None:
         self.id = f"item_{uuid.uuid4().hex[:20]}"
         self.previous = previous
+        self.start = start  # samples received when it began
         self.words: list[str] = []
         self.started = False
 
@@ -220,7 +221,7 @@ class RealtimeCodec:
             old.on_decoded = None
             await old.close()
         self.incoming = None
-        self.item = _Item(self.item.id if self.item.words else self.item.previous)
+        self.item = _Item(self.item.id if self.item.words else self.item.previous, self.received)
 
     def _start(self) -> Microphone:
         encoding, rate = FORMATS[self.format]
@@ -274,10 +275,11 @@ class RealtimeCodec:
 
     def _complete(self, item: _Item) -> None:
         self._send("input_audio_buffer.committed", item_id=item.id, previous_item_id=item.previous)
-        usage = {"type": "duration", "seconds": round(self.received / SAMPLE_RATE, 3)}
+        seconds = (self.received - item.start) / SAMPLE_RATE
+        usage = {"type": "duration", "seconds": round(seconds, 3)}
         self._send("conversation.item.input_audio_transcription.completed", item_id=item.id,
                    content_index=0, transcript=" ".join(item.words), usage=usage)  # fmt: skip
-        self.item = _Item(item.id)
+        self.item = _Item(item.id, self.received)
 
     async def _commit(self) -> None:
         """The client ends the item: decode what it sent, complete its transcript (empty when

@@ -165,13 +165,15 @@ def _transcribe(
         language = None
     punctuated = _flag(params, "punctuate") or _flag(params, "smart_format")
     split_s = float(params["utt_split"]) if _number(params.get("utt_split")) else 0.8
-    with request.app.state.transcribing.taken(owner):
+    asked = {name: _flag(params, name) for name in ("multichannel", "diarize", "paragraphs",
+                                                    "utterances")}  # fmt: skip
+    with request.app.state.transcribing.taken(owner):  # every option checked before the wait
         info = probe_audio(path)  # AudioError: a 400 naming the body
         check_duration(info, settings.max_track_s)
-        channels = range(info.channels) if _flag(params, "multichannel") else [None]
+        channels = range(info.channels) if asked["multichannel"] else [None]
         heard = [transcriber.transcribe(path, channel=c, language=language) for c in channels]
-        speakers = _speakers(path) if _flag(params, "diarize") else None
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        speakers = _speakers(path) if asked["diarize"] else None
+    sha = _sha256(path)
     model = params.get("model", settings.whisper.model_name)[:80]
     model_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"heard:{model}"))
     results: dict[str, Any] = {"channels": []}
@@ -183,7 +185,7 @@ def _transcribe(
             "confidence": _confidence(words),
             "words": words,
         }
-        if _flag(params, "paragraphs"):
+        if asked["paragraphs"]:
             alternative["paragraphs"] = _paragraphs(words, alternative["transcript"])
         found: dict[str, Any] = {"alternatives": [alternative]}
         if detect:
@@ -191,7 +193,7 @@ def _transcribe(
             found["language_confidence"] = transcription.language_probability
         results["channels"].append(found)
         all_words += [{**w, "channel": c} for w in words]
-    if _flag(params, "utterances"):
+    if asked["utterances"]:
         results["utterances"] = _utterances(all_words, split_s)
     return {
         "metadata": {
@@ -206,6 +208,14 @@ def _transcribe(
         },
         "results": results,
     }
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _number(value: str | None) -> bool:
