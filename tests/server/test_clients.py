@@ -33,7 +33,7 @@ from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
 from heard.store.users import add_user
 from tests.conftest import AUDIO
-from tests.server.threaded import serving
+from tests.server.threaded import recognizing, serving
 
 pytestmark = pytest.mark.asr
 
@@ -81,16 +81,8 @@ def mulaw(samples: np.ndarray) -> bytes:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    folder = tmp_path_factory.mktemp("clients")
-    db = Database(f"sqlite:///{folder / 'h.db'}")
-    settings = ServerSettings(db, folder / "uploads", transcriber=FasterWhisperTranscriber())
-    app = create_app(settings)
-    _, token = add_user(db, "ana")
-    try:
-        with serving(app) as host:
-            yield host, token
-    finally:
-        db.dispose()
+    with recognizing(tmp_path_factory.mktemp("clients")) as served:
+        yield served
 
 
 # -- OpenAI ---------------------------------------------------------------------------------

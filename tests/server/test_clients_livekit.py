@@ -18,12 +18,8 @@ from livekit import rtc
 from livekit.agents import stt, utils
 from livekit.plugins import deepgram, openai
 
-from heard.asr.whisper import FasterWhisperTranscriber
-from heard.server.app import ServerSettings, create_app
-from heard.store.database import Database
-from heard.store.users import add_user
 from tests.server.test_clients import jfk, wrong_words
-from tests.server.threaded import serving
+from tests.server.threaded import recognizing
 
 pytestmark = pytest.mark.asr
 
@@ -33,16 +29,8 @@ FRAME = RATE // 50  # 20 ms frames, as an rtc.AudioSource hands them on
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    folder = tmp_path_factory.mktemp("livekit")
-    db = Database(f"sqlite:///{folder / 'h.db'}")
-    settings = ServerSettings(db, folder / "uploads", transcriber=FasterWhisperTranscriber())
-    app = create_app(settings)
-    _, token = add_user(db, "ana")
-    try:
-        with serving(app) as host:
-            yield host, token
-    finally:
-        db.dispose()
+    with recognizing(tmp_path_factory.mktemp("livekit")) as served:
+        yield served
 
 
 def frame(samples: np.ndarray) -> rtc.AudioFrame:

@@ -27,12 +27,8 @@ from pipecat.services.deepgram.stt import DeepgramSTTService
 from pipecat.services.openai.stt import OpenAIRealtimeSTTService, OpenAISTTService
 from pipecat.tests.utils import SleepFrame, run_test
 
-from heard.asr.whisper import FasterWhisperTranscriber
-from heard.server.app import ServerSettings, create_app
-from heard.store.database import Database
-from heard.store.users import add_user
 from tests.server.test_clients import jfk, wrong_words
-from tests.server.threaded import serving
+from tests.server.threaded import recognizing
 
 pytestmark = pytest.mark.asr
 
@@ -41,16 +37,8 @@ FRAME_S = 0.02
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    folder = tmp_path_factory.mktemp("pipecat")
-    db = Database(f"sqlite:///{folder / 'h.db'}")
-    settings = ServerSettings(db, folder / "uploads", transcriber=FasterWhisperTranscriber())
-    app = create_app(settings)  # the schema made
-    _, token = add_user(db, "ana")
-    try:
-        with serving(app) as host:
-            yield host, token
-    finally:
-        db.dispose()
+    with recognizing(tmp_path_factory.mktemp("pipecat")) as served:
+        yield served
 
 
 def spoken(wait_s: float) -> list[Frame]:

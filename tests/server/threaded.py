@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -45,3 +46,23 @@ def serving(app: FastAPI, **config: Any) -> Iterator[str]:
     finally:
         server.handle_exit(signal.SIGTERM, None)  # as heard serve is stopped
         thread.join(20)
+
+
+@contextmanager
+def recognizing(folder: Path, **settings: Any) -> Iterator[tuple[str, str]]:
+    """A real server on SQLite in ``folder`` with heard's recognizer (tiny.en) and one user,
+    ana (``settings``: ServerSettings' others); its ``host:port`` and her token."""
+    from heard.asr.whisper import FasterWhisperTranscriber
+    from heard.server.app import ServerSettings, create_app
+    from heard.store.database import Database
+    from heard.store.users import add_user
+
+    db = Database(f"sqlite:///{folder / 'h.db'}")
+    options = {"transcriber": FasterWhisperTranscriber(), **settings}
+    app = create_app(ServerSettings(db, folder / "uploads", **options))
+    _, token = add_user(db, "ana")
+    try:
+        with serving(app) as host:
+            yield host, token
+    finally:
+        db.dispose()
