@@ -280,6 +280,31 @@ def test_deepgram_prerecorded_errors_come_in_deepgrams_shape(server: tuple[str, 
     assert "summarize" in summary.json()["err_msg"]
 
 
+@pytest.mark.parametrize(
+    ("path", "frame"),
+    [("/v1/listen", '{"type": "\\ud800"}'),
+     ("/v1/live", '{"type": "final", "t_ms": 0, "text": "\\ud800"}')],
+)  # fmt: skip
+def test_a_lone_surrogate_gets_a_close_frame(
+    server: tuple[str, str, str], path: str, frame: str
+) -> None:
+    """A text no UTF-8 holds, quoted back in the close's reason, still closes with 1007 (issue
+    45: /v1/listen sent no close frame, and the client saw 1006)."""
+    from websockets.exceptions import ConnectionClosed
+
+    host, ana, _ = server
+
+    def answers(ws: Any) -> None:
+        ws.send(frame)
+        while True:
+            ws.recv(timeout=10)
+
+    with connect(f"ws://{host}{path}?token={ana}") as ws, pytest.raises(ConnectionClosed) as closed:
+        answers(ws)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1007
+
+
 def test_realtime_refuses_a_bad_key_in_openais_shape(server: tuple[str, str, str]) -> None:
     host, _, _ = server
     with pytest.raises(InvalidStatus) as refused:

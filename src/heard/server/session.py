@@ -85,11 +85,12 @@ OPENAI_KEY_PROTOCOL = "openai-insecure-api-key."
 
 
 def close_reason(text: str) -> str:
-    """``text`` cut to what a close frame can carry, whole characters only: a longer reason
-    fails the close, and the client sees 1006 instead of the code."""
-    data = text.encode("utf-8")
+    """``text`` as a close frame can carry it: what UTF-8 cannot hold (a lone surrogate a client
+    sent, quoted back) escaped, cut to whole characters. A reason that cannot be sent fails the
+    close, and the client sees 1006 instead of the code."""
+    data = text.encode("utf-8", "backslashreplace")
     if len(data) <= MAX_REASON_BYTES:
-        return text
+        return data.decode("utf-8")
     return data[: MAX_REASON_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
