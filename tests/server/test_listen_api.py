@@ -31,7 +31,7 @@ from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
 from heard.store.users import add_user, revoke_tokens
 from tests.conftest import AUDIO
-from tests.server.threaded import serving
+from tests.server.threaded import recognizing, serving
 
 JFK_WORDS = (
     "and so my fellow americans ask not what your country can do for you "
@@ -54,15 +54,9 @@ def normalized(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    folder = tmp_path_factory.mktemp("listen")
-    db = Database(f"sqlite:///{folder / 'h.db'}")
-    app = create_app(ServerSettings(db, folder / "uploads"))
-    _, token = add_user(db, "ana")
-    try:
-        with serving(app) as host:
-            yield host, token
-    finally:
-        db.dispose()
+    # the live socket only: no recognizer for files
+    with recognizing(tmp_path_factory.mktemp("listen"), transcriber=None) as served:
+        yield served
 
 
 def deepgram(host: str, key: str) -> DeepgramClient:
