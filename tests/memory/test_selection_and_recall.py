@@ -79,6 +79,19 @@ def test_recall_without_a_provider_unions_scouts_tree_edges_and_sticky() -> None
     assert result.passes[0].gate.failed_open == "no provider"
 
 
+def test_recall_gives_the_gate_its_sticky_pages_as_candidates_for_the_model_to_place() -> None:
+    """The gate lets the model pick candidates only (seed 003), so the loop makes the sticky
+    pages candidates (after the others): the model may put one first."""
+    provider = scripted({"decision": "ready", "selected_slugs": ["retired-page", "rhea"]})
+    memory = MemoryRecall(load_workspace(WORKSPACE), provider=provider)
+    result = memory.recall("What does Rhea eat?", sticky=["retired-page"], k=1, capture=True)
+    [gate] = [c for c in result.calls if c.lane == "gate"]
+    enum = gate.request["parameters"]["properties"]["selected_slugs"]["items"]["enum"]
+    assert enum[-1] == "retired-page"
+    assert enum.count("retired-page") == 1
+    assert result.pages == ["retired-page", "rhea"]
+
+
 def test_the_tree_walk_finds_pages_the_words_lead_to() -> None:
     memory = MemoryRecall(load_workspace(WORKSPACE))
     assert "launch-plan" in memory._walk("what are the plans for the projects")

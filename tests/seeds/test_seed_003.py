@@ -73,6 +73,41 @@ def test_a_sticky_slug_the_model_picks_keeps_its_place_and_is_not_repeated() -> 
     assert result.selected == ["tokyo-office", "rhea"]
 
 
+def test_a_sticky_slug_outside_the_candidates_is_skipped_where_the_model_put_it() -> None:
+    """Rule: the model picks from the candidate set only; a sticky slug that is not a candidate
+    is skipped in the model's order and comes back after its picks, with the sticky slugs the
+    model left out, in the sticky order."""
+    provider = ScriptedProvider({"decision": "ready", "selected_slugs": ["boat-trip", "rhea"]})
+    result = run_gate("q", CANDIDATES, sticky=["boat-trip"], provider=provider)
+    assert result.selected == ["rhea", "boat-trip"]
+    provider = ScriptedProvider(
+        {
+            "decision": "ready",
+            "selected_slugs": ["boat-trip", "launch-plan", "rhea", "boat-trip", "launch-plan"],
+        }
+    )
+    sticky = ["retired-page", "boat-trip", "tokyo-office", "launch-plan"]
+    result = run_gate("q", CANDIDATES, sticky=sticky, provider=provider)
+    # launch-plan: sticky and a candidate, placed by the model; tokyo-office: sticky, a
+    # candidate the model left out; retired-page and boat-trip: sticky, not candidates
+    assert result.selected == ["launch-plan", "rhea", "retired-page", "boat-trip", "tokyo-office"]
+
+
+def test_the_enum_and_the_candidate_lines_hold_the_candidates_only() -> None:
+    """Rule: the forced tool's selected_slugs enum is the candidate set, and the prompt's
+    candidates are the candidates: a sticky slug outside them is shown in the sticky list
+    alone, where the model cannot pick it."""
+    provider = ScriptedProvider({"decision": "ready", "selected_slugs": ["rhea"]})
+    records: list[CallRecord] = []
+    run_gate("q", [*CANDIDATES, "rhea"], sticky=["boat-trip", "rhea"], provider=provider,
+             capture=records.append)  # fmt: skip
+    [record] = records
+    enum = record.request["parameters"]["properties"]["selected_slugs"]["items"]["enum"]
+    assert enum == CANDIDATES
+    assert section(gate_prompt(provider), "candidates") == CANDIDATES
+    assert section(gate_prompt(provider), "sticky_slugs") == ["boat-trip", "rhea"]
+
+
 # -- sticky pages are never dropped ------------------------------------------------------------
 
 

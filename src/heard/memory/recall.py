@@ -10,8 +10,9 @@ Each pass:
    children whose index line shares the most words with the query are taken;
 3. **edge expansion**: pages linked from candidates, up to ``edge_hops`` hops and
    ``edge_cap`` pages; unknown slugs are skipped;
-4. **sticky carry-over**: pages injected on earlier turns are never dropped, not even
-   one the workspace no longer has or the gate leaves out;
+4. **sticky carry-over**: pages injected on earlier turns join the pass's candidates
+   (after the others), so the gate may pick and place them; they are never dropped,
+   not even one the workspace no longer has or the gate leaves out;
 5. **the gate** (``heard.memory.selection``): ready, or more with questions that
    become the next pass's queries. No provider: ready with every candidate.
 """
@@ -350,9 +351,11 @@ class MemoryRecall:
             candidates += [e for e in edges if e not in candidates]
             trace = PassTrace(number, queries, scouted, tree, edges, kept_sticky)
             passes.append(trace)
+            # the gate lets the model pick candidates only: the sticky pages are candidates too
+            gate_candidates = [*candidates, *(s for s in kept_sticky if s not in candidates)]
             gate = run_gate(
                 query,
-                candidates,
+                gate_candidates,
                 context=context,
                 questions=queries if number > 1 else (),
                 sticky=kept_sticky,

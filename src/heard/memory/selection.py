@@ -2,15 +2,19 @@
 
 After a retrieval pass has gathered candidate pages, the gate asks an LLM to
 call ``decide_selection``: ``ready`` with the final ordered selection, or
-``more`` with follow-up questions that seed another pass. The answer is
-validated (pydantic); the selection keeps the model's order, restricted to the
-candidates, and sticky pages (injected on earlier turns) are always unioned
-back after it, candidates or not: dropping one mid-conversation would make the
-assistant forget what it was just shown. A ``ready`` answer that selects
-nothing (or leaves ``selected_slugs`` out) selects the sticky pages only. The
-gate fails *open*: with no provider, an exception, no tool call or a schema
-mismatch it returns ``ready`` with every candidate (sticky last), because
-injecting what was found beats injecting nothing.
+``more`` with follow-up questions that seed another pass. The model may pick
+only candidates: the tool's ``selected_slugs`` enum holds the candidate slugs
+and nothing else, and the sticky pages (injected on earlier turns) are listed to
+it on their own. The answer is validated (pydantic); the selection is the
+model's picks in its order, each once, anything that is not a candidate skipped
+(a sticky page outside the candidates included), then every sticky page not
+already picked, in the order given, candidates or not: dropping one
+mid-conversation would make the assistant forget what it was just shown. A
+``ready`` answer that selects nothing (or leaves ``selected_slugs`` out)
+selects the sticky pages only. The gate fails *open*: with no provider, an
+exception, no tool call or a schema mismatch it returns ``ready`` with every
+candidate, then the sticky pages that are not candidates, because injecting
+what was found beats injecting nothing.
 
 Each candidate is shown to the model as ``slug \u2014 summary`` (an em-dash; the
 bare slug when it has no summary), and the model answers with slugs only.
@@ -111,6 +115,9 @@ class _GateAnswer(BaseModel):
 
 
 def _order(model_slugs: Iterable[str], candidates: list[str], sticky: Iterable[str]) -> list[str]:
+    """``model_slugs`` that are candidates, in their order, then the ``sticky`` slugs not among
+    them (candidates or not), each slug once: a sticky slug outside the candidates is never
+    placed where the model put it, only after."""
     allowed = set(candidates)
     out: list[str] = []
     for slug in [*(s for s in model_slugs if s in allowed), *sticky]:
@@ -198,17 +205,21 @@ def run_gate(
     timeout_s: float = 20.0,
 ) -> GateResult:
     """One pass's gate over ``candidates`` for the user's ``turn`` (with the conversation
-    ``context`` and the pass's follow-up ``questions``); fails open on anything."""
+    ``context`` and the pass's follow-up ``questions``); fails open on anything. The model
+    is shown the candidates and may pick only them; the ``sticky`` pages are listed to it
+    apart and come after its picks, but for the candidates among them it picked."""
+    candidates = list(dict.fromkeys(candidates))
     sticky = list(dict.fromkeys(sticky))
+    # failing open: every candidate, then the sticky pages that are not candidates
     pool = _order(candidates, candidates, sticky)
     if provider is None:
         return GateResult("ready", pool, failed_open="no provider")
-    lines = "\n".join(render_candidate(s, (summaries or {}).get(s)) for s in pool)
+    lines = "\n".join(render_candidate(s, (summaries or {}).get(s)) for s in candidates)
     prompt = (
         f"{render_turn(turn, context, questions)}\n<pass_number>{pass_number}</pass_number>\n"
         f"<sticky_slugs>\n{chr(10).join(sticky)}\n</sticky_slugs>\n<candidates>\n{lines}\n</candidates>"
     )
-    tool = _tool(pool)
+    tool = _tool(candidates)
     started = time.perf_counter()
     request = {
         "system": GATE_SYSTEM,
@@ -235,7 +246,7 @@ def run_gate(
     except ValidationError as e:
         return GateResult("ready", pool, failed_open=f"schema mismatch: {e.error_count()} errors")
     # no selection is an empty one: the sticky pages only, not every candidate
-    selected = _order(answer.selected_slugs or [], pool, sticky)
+    selected = _order(answer.selected_slugs or [], candidates, sticky)
     if answer.decision == "more":
         follow_ups = [q.strip() for q in answer.questions or [] if q.strip()]
         return GateResult("more", selected, follow_ups)
