@@ -11,13 +11,14 @@ from types import SimpleNamespace
 
 import jiwer
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from heard.asr import FasterWhisperTranscriber, WhisperOptions, load_audio, probe_audio
-from heard.asr.whisper import load_model
+from heard.asr.whisper import REPEAT_GAP_S, load_model
 from heard.errors import AudioError
 from heard.pipeline import PipelineOutcome, run_pipeline
-from heard.speech import Segment
+from heard.speech import Segment, Word
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
 from tests.conftest import AUDIO
@@ -129,11 +130,11 @@ def raw(
         ),
         (Segment(0, 2, "Thank you."), raw("Thank you.", no_speech=0.9, logprob=-0.3), [], None),
         (Segment(0, 9, "and the " * 20), raw("and the " * 20, end=9), [], "repetitive text"),
-        (
+        (  # a repeat without word timings: nothing shows it was heard
             Segment(3, 5, "Okay."),
             raw("Okay."),
             [Segment(0, 2, "okay.")],
-            "repeats the previous segment",
+            "repeats the previous segment (no word timings)",
         ),
         (Segment(60, 62, "Okay."), raw("Okay."), [Segment(0, 2, "okay.")], None),  # said again
     ],
@@ -142,6 +143,80 @@ def test_hallucination_guards(
     segment: Segment, raw_segment: SimpleNamespace, kept: list[Segment], reason: str | None
 ) -> None:
     assert FasterWhisperTranscriber()._reject(segment, raw_segment, kept) == reason
+
+
+def timed(text: str, *spans: tuple[float, float]) -> Segment:
+    """A segment of ``text`` whose words (one per span, in order) are timed as given."""
+    words = tuple(
+        Word(start, end, word, 0.95) for word, (start, end) in zip(text.split(), spans, strict=True)
+    )
+    return Segment(spans[0][0], spans[-1][1], text, words)
+
+
+def in_a_row(start: float, *durations: float) -> list[tuple[float, float]]:
+    """Spans of words lasting ``durations``, each starting where the one before ends."""
+    ends = np.round(start + np.cumsum(durations), 3).tolist()
+    return list(zip([start, *ends[:-1]], ends, strict=True))
+
+
+FELLOW = "And so my fellow Americans."
+ASK = "ask what you can do for your country."
+
+
+# Timings measured with tiny.en: the genuine repeats on espeak-ng speech (each dropped by the
+# text-only rule this replaced), the loops by aligning a repeated sentence to audio that says
+# it once (a loop's copy has no audio of its own: its words pile onto one instant).
+@pytest.mark.parametrize(
+    ("previous", "repeat", "reason"),
+    [
+        (  # "Okay." said twice, 0.6 s apart
+            timed("Okay.", (3.07, 3.41)),
+            timed("Okay.", (4.01, 4.39)),
+            None,
+        ),
+        (  # a sentence said twice, 1.2 s apart
+            timed("I agree with that.", *in_a_row(3.03, 0.06, 0.14, 0.28, 0.44)),
+            timed("I agree with that.", *in_a_row(5.12, 0.24, 0.14, 0.26, 0.26)),
+            None,
+        ),
+        (  # ...and straight after it, its first word starting where the other one ends
+            timed("I agree with that.", *in_a_row(2.79, 0.28, 0.18, 0.28, 0.48)),
+            timed("I agree with that.", *in_a_row(4.01, 0.28, 0.16, 0.26, 0.44)),
+            None,
+        ),
+        (  # "No, no." twice: half its words at 0 s, but spread over their own 2 s
+            timed("No, no.", (0.5, 0.8), (1.0, 1.0)),
+            timed("No, no.", (1.6, 1.76), (3.75, 3.75)),
+            None,
+        ),
+        (  # the same audio read twice: the copy's words start inside the first
+            timed("Thank you.", (2.62, 2.74), (2.74, 3.28)),
+            timed("Thank you.", (3.1, 3.3), (3.3, 3.52)),
+            "repeats the previous segment over its audio",
+        ),
+        (  # a loop's copy: its first word takes what audio is left, the others 0 s
+            timed(FELLOW, *in_a_row(0.0, 0.76, 0.3, 0.4, 0.32, 0.52)),
+            timed(FELLOW, *in_a_row(3.2, 0.66, 0, 0, 0, 0)),
+            "repeats the previous segment in words squeezed to no time",
+        ),
+        (  # eight words in 0.4 s: twenty a second
+            timed(ASK, *in_a_row(8.26, 0.4, 0.32, 0.3, 0.22, 0.24, 0.18, 0.32, 0.24)),
+            timed(ASK, *in_a_row(10.5, *[0.05] * 8)),
+            "repeats the previous segment faster than speech",
+        ),
+    ],
+)
+def test_a_repeat_is_dropped_only_when_its_words_are_timed_like_a_loop(
+    previous: Segment, repeat: Segment, reason: str | None
+) -> None:
+    """Issue 45: Whisper splits a genuine quick repeat ("Okay. Okay.") into two segments on
+    some runs and not on others, so the text alone cannot tell it from a loop; the words'
+    timing can."""
+    # long enough for no other guard, soon enough to be a repeat: the words' timing decides
+    assert repeat.end - repeat.start >= 0.3
+    assert repeat.start - previous.end <= REPEAT_GAP_S
+    raw_segment = raw(repeat.text, repeat.start, repeat.end)
+    assert FasterWhisperTranscriber()._reject(repeat, raw_segment, [previous]) == reason
 
 
 @pytest.mark.parametrize(
@@ -227,3 +302,33 @@ def test_an_espeak_meeting_has_the_phrase_structure_the_spec_predicts(
     # finn's words sit at his offset on the meeting timeline, after dana
     assert finn.start_s >= dana.end_s
     assert len(words_of(finn.text) & {"concern", "database", "migration", "tuesday"}) >= 2
+
+
+@pytest.mark.system
+def test_a_quick_genuine_repeat_keeps_both_utterances(
+    tmp_path: Path, transcriber: FasterWhisperTranscriber
+) -> None:
+    """Issue 45: "Okay." and "That's right." each said twice, 1 s apart. tiny.en makes each
+    pair two segments with the same text (the rule on text alone dropped the second of each);
+    their words take their own audio, so both are kept."""
+    if shutil.which("espeak-ng") is None or shutil.which("sox") is None:
+        pytest.fail("espeak-ng and sox are missing: run the tests through tools/test.sh")
+    tool = load_tool("make_meeting")
+    voice = tool.Voice("en+m3", 170)
+
+    def said(text: str) -> npt.NDArray[np.float32]:
+        samples = tool.speak(text, voice, tmp_path, 0).astype(np.float32) / 32768
+        loud = np.flatnonzero(np.abs(samples) > 0.01)  # espeak-ng's own silence trimmed off
+        return np.asarray(samples[loud[0] : loud[-1] + 1], np.float32)
+
+    def pause(seconds: float) -> npt.NDArray[np.float32]:
+        return np.zeros(round(seconds * 16_000), np.float32)
+
+    okay, right = said("Okay."), said("That's right.")
+    track = [pause(0.5), said("Let us start the meeting now."), pause(0.8), okay, pause(1.0)]
+    track += [okay, pause(0.8), right, pause(1.0), right, pause(0.8)]
+    segments = transcriber.transcribe(np.concatenate(track)).segments
+    words = normalize(" ".join(s.text for s in segments)).split()
+    assert words.count("okay") == 2, segments
+    assert words.count("right") == 2, segments
+    assert not [r for _, r in transcriber.dropped if r.startswith("repeats")], transcriber.dropped

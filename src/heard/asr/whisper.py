@@ -14,8 +14,14 @@ Guards against Whisper's two known failure modes on meetings:
   window cannot seed the next; a segment whose text still compresses more than
   2.4x (the ratio at which Whisper itself treats a decode as degenerate) is
   dropped, and so is a segment repeating the one before it word for word within
-  ``REPEAT_GAP_S`` of it (a loop runs back to back; "Okay." said again a minute later is
-  speech).
+  ``REPEAT_GAP_S`` of it whose words are timed like a loop, not like speech: a loop's copy
+  has no audio of its own, so Whisper's word alignment piles it onto the audio it repeats or
+  onto an instant. Such a repeat has its first word start before the segment it repeats
+  ends, more than half of its words under ``SQUEEZED_WORD_S``, or its words coming faster
+  than one per ``MIN_WORD_S`` (ten a second). A repeat whose words take their own stretch of
+  audio at a speaking pace is a second utterance ("Okay. Okay.", "No, no.") and is kept,
+  however Whisper happened to split the segments; one without word timings is dropped, and
+  "Okay." said again a minute later is speech whatever its timing.
 
 Each (model, device, compute type) is loaded once per process and shared.
 """
@@ -181,6 +187,13 @@ def compression_ratio(text: str) -> float:
 
 REPEAT_GAP_S = 2.0
 """A segment repeating the previous kept one starts at most this long after it to be a loop."""
+SQUEEZED_WORD_S = 0.05
+"""A word timed shorter than this was squeezed in by the alignment, not heard: a loop's copy
+gets most of its words at 0 s. Real speech measured (tiny.en on espeak-ng voices) had at most
+half of a segment's words this short ("No, no." as 0.16 s and 0 s)."""
+MIN_WORD_S = 0.1
+"""A segment whose words, first start to last end, take less than this each is faster than
+anyone speaks (ten words a second); real speech measured took at least 0.2 s a word."""
 
 
 class FasterWhisperTranscriber:
@@ -284,8 +297,30 @@ class FasterWhisperTranscriber:
             and kept[-1].text.casefold() == segment.text.casefold()
             and segment.start - kept[-1].end <= REPEAT_GAP_S
         ):
-            return "repeats the previous segment"
+            return _loop_timing(segment, kept[-1])
         return None
+
+
+def _ms(seconds: float) -> int:
+    """``seconds`` in whole milliseconds, the precision of a segment's times."""
+    return round(seconds * 1000)
+
+
+def _loop_timing(repeat: Segment, previous: Segment) -> str | None:
+    """Why ``repeat``, which says what ``previous`` said and soon after it, is a loop of the
+    decoder rather than the words said again: None when its words are timed like speech of
+    their own (see the module docstring)."""
+    words = repeat.words
+    if not words:
+        return "repeats the previous segment (no word timings)"
+    if _ms(words[0].start) < _ms(previous.end):
+        return "repeats the previous segment over its audio"
+    squeezed = sum(_ms(w.end - w.start) < _ms(SQUEEZED_WORD_S) for w in words)
+    if squeezed * 2 > len(words):
+        return "repeats the previous segment in words squeezed to no time"
+    if _ms(words[-1].end - words[0].start) < _ms(MIN_WORD_S) * len(words):
+        return "repeats the previous segment faster than speech"
+    return None
 
 
 def _segment(raw: Any, offset_s: float) -> Segment:
