@@ -15,9 +15,16 @@ user's REST recall is timed, one request after another:
   6 MB of valid evidence in a loop for 30 s, and one utterance at a time from 45 clients
   beside it, while another user recalls and /healthz is polled;
   then a ten-hour track (25 MB of FLAC silence made with sox) is uploaded, and the server's
-  peak memory read before and after.
+  peak memory read before and after;
+* transcriptions (a third server, heard's recognizer, tiny.en): user A re-posts JFK to OpenAI's
+  route from four threads at once for ``--transcribe-seconds`` while user B posts it one
+  request after another: B's answers and waits; then files that lie about their length (4.5 h
+  of FLAC silence whose header states no length, 1.4 h of Opus silence whose header states
+  5 s) are posted, each with the server's CPU time spent on it; and the server's peak memory
+  over the whole scenario.
 
 Called by bench/serve.py --abuse. Usage: python bench/abuse.py [--src DIR] [--json]
+       python bench/abuse.py --transcriptions-only [--src DIR] [--json]
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from heard.release.cadence import nearest_rank
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from locomo import conversations, turns_of  # noqa: E402
-from served import serving  # noqa: E402
+from served import cpu_seconds, serving  # noqa: E402
 
 UTTERANCES = [
     {"id": f"d{i}", "speaker": t["speaker"], "text": t["text"], "session": t["session"]}
@@ -231,9 +238,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--heavy-seconds", type=float, default=30.0,
                         help="how long the heavy user stores evidence in a loop")  # fmt: skip
     parser.add_argument("--heavy-only", action="store_true", help="the heavy scenario alone")
+    parser.add_argument("--transcriptions-only", action="store_true",
+                        help="the transcription scenario alone")  # fmt: skip
+    parser.add_argument("--transcribe-seconds", type=float, default=60.0,
+                        help="how long user A re-posts files")  # fmt: skip
     args = parser.parse_args(argv)
-    result = {} if args.heavy_only else run(args.src)
-    result |= {f"heavy: {k}": v for k, v in run_heavy(args.src, args.heavy_seconds).items()}
+    result: dict[str, Any] = {}
+    if not args.transcriptions_only:
+        result = {} if args.heavy_only else run(args.src)
+        result |= {f"heavy: {k}": v for k, v in run_heavy(args.src, args.heavy_seconds).items()}
+    if not args.heavy_only:
+        heard = run_transcriptions(args.src, args.transcribe_seconds)
+        result |= {f"transcriptions: {k}": v for k, v in heard.items()}
     if args.json:
         print(json.dumps(result, indent=1))
         return result
@@ -375,6 +391,77 @@ def run_heavy(
                     "peak_rss_mb_before": round(before),
                     "peak_rss_mb_after": round(peak_rss_mb(pid)),
                 }
+    return out
+
+
+JFK = HERE.parent / "tests" / "data" / "audio" / "jfk.flac"
+
+
+def lying_files(folder: Path, flac_s: float = 4.5 * 3600, opus_s: float = 1.4 * 3600) -> list[Path]:
+    """The audit's two liars: FLAC silence whose header states no length (``flac_s`` of it,
+    over the 4 h limit) and Opus silence whose header states 5 s (``opus_s`` of it)."""
+    from heard.testing import forge_length, silent_audio
+
+    flac = forge_length(silent_audio(folder / "no_length.flac", flac_s), 0)
+    opus = forge_length(silent_audio(folder / "says_5s.opus", opus_s, "opus"), 5)
+    return [flac, opus]
+
+
+def run_transcriptions(
+    src: Path | None, seconds: float = 60.0, a_threads: int = 4, *, liars: list[Path] | None = None
+) -> dict[str, Any]:
+    """User A re-posting from ``a_threads`` threads for ``seconds`` beside user B posting one
+    file after another; then the lying files; the server's peak memory."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp, serving(["a", "b", "liar"], src) as (
+        host, tokens, pid,
+    ):  # fmt: skip
+        audio = JFK.read_bytes()
+        end = time.monotonic() + seconds
+        a_answers: dict[int, int] = {}
+        lock = threading.Lock()
+
+        def post(client: httpx.Client, name: str, body: bytes) -> httpx.Response:
+            auth = {"Authorization": f"Bearer {tokens[name.split('.')[0]]}"}
+            return client.post("/v1/audio/transcriptions", data={"model": "whisper-1"},
+                               files={"file": (name, body)}, headers=auth)  # fmt: skip
+
+        def user_a() -> None:
+            with httpx.Client(base_url=f"http://{host}", timeout=600) as client:
+                while time.monotonic() < end:
+                    status = post(client, "a.flac", audio).status_code
+                    with lock:
+                        a_answers[status] = a_answers.get(status, 0) + 1
+
+        threads = [threading.Thread(target=user_a) for _ in range(a_threads)]
+        for t in threads:
+            t.start()
+        time.sleep(2.0)  # A holds the queue first
+        b_waits: list[float] = []
+        b_answers: dict[int, int] = {}
+        with httpx.Client(base_url=f"http://{host}", timeout=600) as client:
+            while time.monotonic() < end - 5:
+                started = time.perf_counter()
+                status = post(client, "b.flac", audio).status_code
+                b_waits.append((time.perf_counter() - started) * 1000)
+                b_answers[status] = b_answers.get(status, 0) + 1
+        for t in threads:
+            t.join()
+        out["user_a_reposting"] = {"threads": a_threads, "answers": dict(sorted(a_answers.items()))}
+        out["user_b_beside_a"] = {"answers": dict(sorted(b_answers.items())), **summary(b_waits)}
+        made = liars if liars is not None else lying_files(Path(tmp))
+        with httpx.Client(base_url=f"http://{host}", timeout=600) as client:
+            for path in made:
+                cpu, started = cpu_seconds(pid), time.perf_counter()
+                reply = post(client, f"liar.{path.suffix[1:]}", path.read_bytes())
+                out[f"lying {path.name}"] = {
+                    "status": reply.status_code,
+                    "message": reply.json()["error"]["message"],
+                    "file_mb": round(path.stat().st_size / 2**20, 2),
+                    "server_cpu_s": round(cpu_seconds(pid) - cpu, 2),
+                    "wall_s": round(time.perf_counter() - started, 2),
+                }
+        out["server_peak_rss_mb"] = round(peak_rss_mb(pid))
     return out
 
 

@@ -111,6 +111,11 @@ class Settings:
         "The longest track heard takes, in seconds (4 h): longer audio is refused before it is "
         "decoded, or, when its header said less, stopped once decoding passes the limit.",
     )  # fmt: skip
+    user_storage_mb: float = _var(
+        "HEARD_USER_STORAGE_MB", 10240.0,
+        "The audio one user of `heard serve` may keep in uploaded tracks, in MiB (10 GiB); an "
+        "upload past it is a 507 and nothing is kept. 0: no limit.",
+    )  # fmt: skip
     resume: bool = _var(
         "HEARD_RESUME", True,
         "At start-up, `heard serve` resumes the meetings a process that is gone left off "

@@ -245,6 +245,29 @@ def test_abuse_benchmark_heavy_user_is_refused_not_queued_and_a_ten_hour_track_i
 
 
 @pytest.mark.asr
+def test_abuse_benchmark_serves_user_b_beside_a_reposting_user_a_and_refuses_liars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decisions of the transcription scenario (issue 45), not its timings: every one of
+    B's files answered 200 while A re-posts from two threads, and both liars refused (the
+    server's limit 2 min here, so that they may be small)."""
+    from heard.testing import forge_length, silent_audio
+
+    monkeypatch.setenv("HEARD_MAX_TRACK_S", "120")
+    liars = [forge_length(silent_audio(tmp_path / "no_length.flac", 150), 0),
+             forge_length(silent_audio(tmp_path / "says_5s.opus", 150, "opus"), 5)]  # fmt: skip
+    result = load("abuse").run_transcriptions(None, seconds=10.0, a_threads=2, liars=liars)
+    b = result["user_b_beside_a"]
+    assert b["n"] >= 1
+    assert b["answers"] == {200: b["n"]}
+    assert result["user_a_reposting"]["answers"].get(200, 0) >= 1
+    assert result["lying no_length.flac"]["status"] == 413
+    assert result["lying says_5s.opus"]["status"] == 400
+    assert "header says 5.01 s" in result["lying says_5s.opus"]["message"]
+    assert result["server_peak_rss_mb"] > 0
+
+
+@pytest.mark.asr
 def test_long_track_benchmark_transcribes_the_same_track_on_both_sides() -> None:
     """A 10-minute track (one unit): both sides hear JFK in it and report their peak memory."""
     result = load("long_track").main(["--hours", "0.17", "--json"])

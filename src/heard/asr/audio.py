@@ -1,15 +1,17 @@
 """Audio files in, 16 kHz mono float32 samples out (any format PyAV/FFmpeg decodes).
 
-``probe_audio`` checks a file cheaply before anything is stored; ``audio_windows`` decodes
-it a window at a time (so a track of hours never sits in memory whole), ``load_audio``
-whole; either optionally one channel of a stereo file. Both stop with an ``AudioError``
-naming the limit once more than ``max_s`` seconds come out: a header may lie about the
-duration ``probe_audio`` reads.
+``probe_audio`` reads a file's header; ``measure_audio`` also counts what its packets hold,
+without decoding them, so that a file whose header lies about its length (or gives none) is
+refused in a second, before any decoding work or storage. ``audio_windows`` decodes a file a
+window at a time (so a track of hours never sits in memory whole), ``load_audio`` whole;
+either optionally one channel of a stereo file. Both still stop with an ``AudioError`` naming
+the limit once more than ``max_s`` seconds come out, for packets that carry no length.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ __all__ = [
     "audio_windows",
     "check_duration",
     "load_audio",
+    "measure_audio",
     "probe_audio",
 ]
 
@@ -40,7 +43,11 @@ SAMPLE_RATE = 16_000
 class AudioInfo:
     path: Path
     duration_s: float
+    """How long the file lasts: what its packets hold (``measure_audio``), else what its header
+    says (0 when it says nothing)."""
     channels: int
+    partly_counted: bool = False
+    """The packets were counted only to the limit: the file lasts over ``duration_s``."""
 
 
 def _check_file(path: Path) -> None:
@@ -64,11 +71,69 @@ _CUT_FRAME = SAMPLE_RATE // 10
 
 def check_duration(info: AudioInfo, max_s: float) -> None:
     """Refuse a track longer than ``max_s`` seconds, naming the limit, before it is decoded."""
-    if info.duration_s > max_s:
+    if info.duration_s > max_s or (info.partly_counted and info.duration_s >= max_s):
         raise AudioError(
-            f"{info.path}: {_span(info.duration_s)} of audio; a track may hold at most "
+            f"{info.path}: {'over ' if info.partly_counted else ''}{_span(info.duration_s)} "
+            f"of audio; a track may hold at most "
             f"{_span(max_s)} ($HEARD_MAX_TRACK_S)"
         )
+
+
+_STATED_FORMATS_EXEMPT = frozenset({"mp3", "aac"})
+"""Raw streams whose length FFmpeg estimates from the first frame's bitrate (a guess that a
+variable bitrate makes wrong) rather than reads: no lie to catch."""
+LIE_FACTOR = 2.0
+LIE_SLACK_S = 60.0
+"""A header lies when the packets hold more than twice what it states, and a minute more."""
+
+
+def measure_audio(path: str | Path, max_s: float = math.inf) -> AudioInfo:
+    """``probe_audio``, and the length the first audio stream's packets hold, read without
+    decoding them (a second for hours of audio). The counting stops past ``max_s``: what it
+    returns is then over the limit, for ``check_duration`` to refuse. A header that states a
+    length far below what the packets hold is a forged or broken file: an ``AudioError``.
+    Packets that carry no length leave the header's word (decoding still stops at the limit).
+    """
+    info = probe_audio(path)
+    import av
+
+    held = 0.0
+    try:
+        with av.open(str(info.path), metadata_errors="ignore") as container:
+            stream = container.streams.audio[0]
+            base = float(stream.time_base) if stream.time_base else 0.0
+            total = 0
+            for packet in container.demux(stream):
+                if not packet.size:
+                    continue
+                if not packet.duration or not base:
+                    return info  # no lengths to count: the decoder's limit stands
+                total += packet.duration
+                if total * base > max_s:
+                    break
+            held = total * base
+            stated_by_header = container.format.name not in _STATED_FORMATS_EXEMPT
+    except Exception as e:  # noqa: BLE001 - PyAV raises many types for bad files
+        raise AudioError(f"{info.path}: cannot read as audio ({_reason(e)})") from None
+    stated = info.duration_s
+    if stated_by_header and stated > 0 and held > stated * LIE_FACTOR + LIE_SLACK_S:
+        raise AudioError(
+            f"{info.path}: its header says {_span(stated)} of audio but its packets hold "
+            f"{_span(held)}{'' if held <= max_s else ' or more'}: a broken or forged file "
+            "(remux it: ffmpeg -i IN -c copy OUT)"
+        )
+    if held > max_s:
+        return AudioInfo(info.path, max_s, info.channels, partly_counted=True)
+    return AudioInfo(info.path, held, info.channels)
+
+
+def _reason(error: Exception) -> str:
+    """PyAV's message without the raw errno it starts with ("[Errno 1094995529] Invalid data
+    found when processing input: 'path'" reads "Invalid data found when processing input")."""
+    strerror = getattr(error, "strerror", None)
+    if isinstance(strerror, str) and strerror:
+        return strerror
+    return re.sub(r"^\[Errno -?\d+\]\s*", "", str(error))
 
 
 def _span(seconds: float) -> str:
@@ -100,7 +165,7 @@ def probe_audio(path: str | Path) -> AudioInfo:
     except AudioError:
         raise
     except Exception as e:  # noqa: BLE001 - PyAV raises many types for bad files
-        raise AudioError(f"{p}: cannot read as audio ({e})") from None
+        raise AudioError(f"{p}: cannot read as audio ({_reason(e)})") from None
     return AudioInfo(p, duration_s, channels)
 
 
@@ -174,7 +239,7 @@ def audio_windows(
     except AudioError:
         raise
     except Exception as e:  # noqa: BLE001 - PyAV raises many types for bad files
-        raise AudioError(f"{p}: cannot decode audio ({e})") from None
+        raise AudioError(f"{p}: cannot decode audio ({_reason(e)})") from None
     if held_n:
         yield Window(start / SAMPLE_RATE, _floats(np.concatenate(held)))
     elif start == 0:

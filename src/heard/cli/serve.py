@@ -124,7 +124,12 @@ def serve(
         import uvicorn
 
         from heard.server.app import ServerSettings, create_app
-        from heard.server.transport import UVICORN_OPTIONS, DeniedHandshakes, Server
+        from heard.server.transport import (
+            UVICORN_OPTIONS,
+            DeniedHandshakes,
+            Server,
+            listening_socket,
+        )
     except ImportError as e:
         raise MissingDependencyError(
             f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
@@ -136,6 +141,7 @@ def serve(
     from heard.settings import data_dir, database_url
     from heard.store.database import Database
 
+    sock = listening_socket(host, port)  # a port in use fails now, before the model loads
     chosen = chosen_settings(model, language, device, compute_type)
     whisper = WhisperOptions.from_settings(chosen)
     load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
@@ -159,6 +165,7 @@ def serve(
         database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
         cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
         resume=chosen.resume, max_track_s=chosen.max_track_s,
+        user_storage_bytes=round(chosen.user_storage_mb * 2**20),
     )  # fmt: skip
     served = create_app(server_settings)  # opens and migrates the database: fails here, not later
     typer.echo(
@@ -168,7 +175,7 @@ def serve(
         logging.getLogger(name).addFilter(RedactTokens())
     logging.getLogger("uvicorn.error").addFilter(DeniedHandshakes())
     config = uvicorn.Config(served, host=host, port=port, log_level="info", **UVICORN_OPTIONS)
-    Server(config, server_settings.stopping).run()
+    Server(config, server_settings.stopping).run(sockets=[sock])
 
 
 class RedactTokens(logging.Filter):

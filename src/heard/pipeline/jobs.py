@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from heard.asr.audio import MAX_TRACK_S, check_duration, probe_audio
+from heard.asr.audio import MAX_TRACK_S, check_duration, measure_audio
 from heard.errors import InputError
 from heard.pipeline.steps import PipelineOptions, recover_stuck
 from heard.store.database import Database
@@ -119,7 +119,7 @@ def check_files(tracks: Sequence[TrackSpec], max_track_s: float = MAX_TRACK_S) -
     """Every track's file decodes, has the channel it names and lasts at most
     ``max_track_s`` (``InputError`` naming it)."""
     for spec in tracks:
-        info = probe_audio(spec.location)
+        info = measure_audio(spec.location, max_track_s)
         check_duration(info, max_track_s)
         if spec.channel is not None and info.channels < 2:
             raise InputError(f"{spec.location}: has {info.channels} channel, cannot take #right")

@@ -25,7 +25,7 @@ from fastapi.staticfiles import StaticFiles
 
 from heard.errors import HeardError
 from heard.pipeline import jobs
-from heard.server import listen, live, realtime, session
+from heard.server import listen, live, realtime, session, spool
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
 from heard.server.routes import deepgram, meetings, memory, openai, site
@@ -55,6 +55,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     settings.db.migrate()
     for leftover in settings.uploads.glob("*/*/.*.part"):  # uploads cut short by a crash
         leftover.unlink(missing_ok=True)
+    if removed := spool.clear_leftovers(settings.uploads):
+        log.warning("removed %d upload file(s) that killed requests left behind", removed)
     interrupted = jobs.recover_interrupted(settings.db)
     memories = Memories(settings.db, settings.workspace, settings.memory, settings.stopping)
     runs = Runs(settings)

@@ -1,23 +1,33 @@
-"""How a request's JSON body is read: once, and refused when it names a key twice.
+"""How a request's body is read.
 
-Python's JSON parser keeps the last of two equal keys, so ``{"k": 1, "k": 100}`` would reach a
-route as ``k = 100`` while a proxy or a log that reads the first saw ``1``. Every router's
-routes read their bodies here instead: a 422 naming the key.
+* JSON: once, and refused when it names a key twice. Python's JSON parser keeps the last of
+  two equal keys, so ``{"k": 1, "k": 100}`` would reach a route as ``k = 100`` while a proxy
+  or a log that reads the first saw ``1``. Every router's routes read their bodies here
+  instead: a 422 naming the key (``StrictJSONRoute``).
+* A multipart form: its files are spooled to ``$TMPDIR`` (Starlette's, past 1 MB) before a
+  route runs, and FastAPI calls any failure there "an error parsing the body", a 400. A full
+  or failing disk is the server's fault, not the client's: a 507 or 503, as an upload to
+  heard's own routes gets (``SpooledFormRoute``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from heard.errors import RepeatedKeyError
 from heard.storable import unique_keys
 
-__all__ = ["StrictJSONRoute"]
+__all__ = ["SpooledFormRoute", "StrictJSONRoute"]
+
+log = logging.getLogger("heard.server")
 
 
 def _one_of_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -42,5 +52,27 @@ class StrictJSONRoute(APIRoute):
 
         async def route(request: Request) -> Response:
             return await handler(_StrictJSONRequest(request.scope, request.receive))
+
+        return route
+
+
+class SpooledFormRoute(APIRoute):
+    """A route whose form's files could not be spooled (a full ``$TMPDIR``) answers 507 (503
+    for another disk failure), not FastAPI's 400."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except StarletteHTTPException as e:  # FastAPI raises Starlette's here
+                cause = e.__cause__
+                if e.status_code != 400 or not isinstance(cause, OSError):
+                    raise
+                log.error("a form's files could not be spooled to $TMPDIR: %s", cause)
+                if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise HTTPException(507, "the server has no room for the file") from None
+                raise HTTPException(503, "the server cannot keep the file now") from None
 
         return route

@@ -1,17 +1,20 @@
 """What one token may send over all its live connections (``/v1/live``): token buckets for
 transcript events and for audio, and a bar on new connections after going over either; and
 how much evidence one user may store a minute over REST; how much heavy work runs at once
-(``Slots``), and the turns of whole files waiting to be transcribed (``FairQueue``).
+(``Slots``), the turns of whole files waiting to be transcribed (``FairQueue``), and a
+request's answer in time when the server stops (``until_stopped``).
 
 Pure but for the clock, which is injected (``time.monotonic`` by default): tests move it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from heard.errors import BusyError, StoppingError
 
@@ -24,12 +27,16 @@ __all__ = [
     "EVIDENCE_BURST",
     "EVIDENCE_BYTES_PER_S",
     "REFUSAL_DELAY_S",
+    "STOP_ANSWER_S",
     "Bucket",
     "FairQueue",
     "Quota",
     "Slots",
     "limit_text",
+    "until_stopped",
 ]
+
+T = TypeVar("T")
 
 EVENTS_PER_S, EVENT_BURST = 100, 400
 """Transcript events a connection may send: 100 a second, bursts of 400 (a recognizer sends
@@ -198,3 +205,44 @@ class FairQueue:
             with self._lock:
                 self._running -= 1
                 self._lock.notify_all()
+
+
+STOP_ANSWER_S = 15.0
+"""Once the server is told to stop, a request's work has this long to finish before its caller
+is answered 503 anyway: well inside uvicorn's grace (``transport.GRACE_S``, 30 s), after which
+what still runs is cancelled and its caller gets no answer at all."""
+_POLL_S = 0.25
+
+
+async def until_stopped(
+    stopping: threading.Event, work: Callable[[], T], answer_s: float | None = None
+) -> T:
+    """``work()`` on a request thread, its result; or, once ``stopping`` is set and
+    ``answer_s`` (``STOP_ANSWER_S``) more have passed without it, a ``StoppingError`` (a 503)
+    while there is still time to send one. Work left behind ends at its next check of
+    ``stopping`` and removes its own files (those of a process killed first are cleared when
+    the next one starts)."""
+    from starlette.concurrency import run_in_threadpool
+
+    task = asyncio.ensure_future(run_in_threadpool(work))
+    try:
+        while not stopping.is_set():
+            done, _ = await asyncio.wait({task}, timeout=_POLL_S)
+            if done:
+                return task.result()
+        done, _ = await asyncio.wait(
+            {task}, timeout=STOP_ANSWER_S if answer_s is None else answer_s
+        )
+    except BaseException:  # the request itself cancelled: the work still ends on its own
+        task.add_done_callback(_forgotten)
+        raise
+    if done:
+        return task.result()
+    task.add_done_callback(_forgotten)
+    raise StoppingError("the server is shutting down: send the file again")
+
+
+def _forgotten(task: asyncio.Future[Any]) -> None:
+    """Collect what work nobody waits for any more ended with (nothing to log)."""
+    if not task.cancelled():
+        task.exception()

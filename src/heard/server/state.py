@@ -37,6 +37,11 @@ __all__ = ["Memories", "Runs", "ServerSettings", "UserMemory"]
 log = logging.getLogger("heard.server")
 
 
+USER_STORAGE_BYTES = 10 * 2**30
+"""The audio one user may keep by default ($HEARD_USER_STORAGE_MB): 10 GiB, some 300 hours of
+meetings at 64 kbit/s."""
+
+
 @dataclass
 class ServerSettings:
     db: Database
@@ -61,6 +66,8 @@ class ServerSettings:
     shared decode service; ``heard.testing.ScriptedRecognizer`` for tests without a model)."""
     max_track_s: float = MAX_TRACK_S
     """The longest upload a track takes (longer: a 413 before it is decoded)."""
+    user_storage_bytes: int = USER_STORAGE_BYTES
+    """The audio one user may keep in uploaded tracks (0: no limit): past it, a 507."""
     resume: bool = True
     """At start-up, resume the meetings whose transcription a process that is gone left off
     (in this process with a ``transcriber``, or on the workers with ``queue``); either way

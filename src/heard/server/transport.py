@@ -18,7 +18,9 @@ Two things in them are heard's choice rather than uvicorn's defaults:
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 from types import FrameType
 from typing import Any
@@ -26,6 +28,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
+
+from heard.errors import InputError
 
 __all__ = [
     "GRACE_S",
@@ -36,6 +40,7 @@ __all__ = [
     "UVICORN_OPTIONS",
     "DeniedHandshakes",
     "Server",
+    "listening_socket",
 ]
 
 MAX_LINE_BYTES = MAX_LINE_LENGTH
@@ -96,3 +101,34 @@ class Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.stopping.set()
         super().handle_exit(sig, frame)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything heavy loads: a port in use or an address
+    this machine does not have is said in words (``InputError``), not as uvicorn's errno."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise InputError(_cannot_bind(host, port, e)) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _cannot_bind(host: str, port: int, error: OSError) -> str:
+    where = f"{host}:{port}"
+    if error.errno == errno.EADDRINUSE:
+        return (f"cannot listen on {where}: another program is using port {port} (stop it, or "
+                "pick another port with --port)")  # fmt: skip
+    if error.errno == errno.EACCES:
+        return (f"cannot listen on {where}: ports below 1024 need administrator rights (pick "
+                "one above with --port)")  # fmt: skip
+    if error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(
+        error, socket.gaierror
+    ):
+        return (f"cannot listen on {where}: this machine has no address {host} (--host "
+                "127.0.0.1 for this machine only, 0.0.0.0 for every interface)")  # fmt: skip
+    return f"cannot listen on {where}: {error.strerror or error}"

@@ -37,15 +37,16 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
-from heard.asr.audio import check_duration, probe_audio
+from heard.asr.audio import check_duration, measure_audio
 from heard.asr.streaming import strip_punctuation
 from heard.asr.whisper import FasterWhisperTranscriber, load_model
-from heard.errors import BusyError, HeardError, InputError
+from heard.errors import BusyError, HeardError, InputError, StoppingError
 from heard.server.deps import Caller, Settings
 from heard.server.errors import deepgram_error, status_of
+from heard.server.quotas import until_stopped
 from heard.server.schemas import DeepgramErrorOut
+from heard.server.spool import spool_file
 from heard.speech import Segment, Word
 
 if TYPE_CHECKING:
@@ -116,7 +117,9 @@ async def listen(request: Request, user: Caller, settings: Settings) -> JSONResp
     try:
         if path.stat().st_size == 0:
             raise InputError("the body is empty: send the audio as the body")
-        body = await run_in_threadpool(_transcribe, request, user.owner, settings, path, params)
+        body = await until_stopped(
+            settings.stopping, lambda: _transcribe(request, user.owner, settings, path, params)
+        )
     except HeardError as e:
         # Deepgram answers what it cannot take with a 400 (heard's own routes: a 422)
         status = 400 if isinstance(e, InputError) and not isinstance(e, BusyError) else (
@@ -132,12 +135,10 @@ async def listen(request: Request, user: Caller, settings: Settings) -> JSONResp
 async def _kept(request: Request, settings: ServerSettings) -> Path | None:
     """The body in a file of its own in the uploads volume (the caller removes it); None when
     the server has no room for it (nothing is left behind)."""
-    import tempfile
-
-    folder = settings.uploads / ".transcriptions"
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(dir=folder, suffix=".audio")
-    path = Path(name)
+    try:
+        handle, path = spool_file(settings.uploads)
+    except OSError:
+        return None
     try:
         with open(handle, "wb") as out:
             async for chunk in request.stream():
@@ -167,11 +168,17 @@ def _transcribe(
     split_s = float(params["utt_split"]) if _number(params.get("utt_split")) else 0.8
     asked = {name: _flag(params, name) for name in ("multichannel", "diarize", "paragraphs",
                                                     "utterances")}  # fmt: skip
+
+    def watched(done_s: float, total_s: float) -> None:
+        if settings.stopping.is_set():
+            raise StoppingError("the server is shutting down: send the audio again")
+
     with request.app.state.transcribing.taken(owner):  # every option checked before the wait
-        info = probe_audio(path)  # AudioError: a 400 naming the body
+        info = measure_audio(path, settings.max_track_s)  # AudioError: a 400 naming the body
         check_duration(info, settings.max_track_s)
         channels = range(info.channels) if asked["multichannel"] else [None]
-        heard = [transcriber.transcribe(path, channel=c, language=language) for c in channels]
+        heard = [transcriber.transcribe(path, channel=c, language=language, on_progress=watched)
+                 for c in channels]  # fmt: skip
         speakers = _speakers(path) if asked["diarize"] else None
     sha = _sha256(path)
     model = params.get("model", settings.whisper.model_name)[:80]

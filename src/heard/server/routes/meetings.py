@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
+import math
 import re
 import uuid
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Annotated, BinaryIO, Literal
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastAPIPath
 
-from heard.asr.audio import check_duration, probe_audio
+from heard.asr.audio import check_duration, measure_audio
 from heard.errors import ConflictError, InputError
 from heard.pipeline import jobs
 from heard.server.bodies import StrictJSONRoute
@@ -28,6 +30,7 @@ from heard.server.schemas import (
     Text,
     TrackOut,
 )
+from heard.server.state import ServerSettings
 from heard.store.database import Database
 from heard.store.meetings import (
     MeetingSummary,
@@ -102,6 +105,33 @@ def _cannot_keep(error: OSError) -> HTTPException:
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return HTTPException(507, "the server has no room for this upload now; nothing was kept")
     return HTTPException(503, "the server cannot keep uploads now; nothing was kept")
+
+
+def _room(settings: ServerSettings, owner: str, request: Request) -> float:
+    """The bytes ``owner`` may still upload: their limit less what their folder holds
+    (uploads in flight included); refused at once when the announced length is over it."""
+    limit = settings.user_storage_bytes
+    if limit <= 0:
+        return math.inf
+    used = 0
+    for path in (settings.uploads / owner).rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                used += path.stat().st_size
+    room = limit - used
+    announced = request.headers.get("content-length", "")
+    if room <= 0 or (announced.isdigit() and int(announced) > room):
+        raise _over_quota(settings)
+    return room
+
+
+def _over_quota(settings: ServerSettings) -> HTTPException:
+    gib = settings.user_storage_bytes / 2**30
+    return HTTPException(
+        507,
+        f"this upload would take your stored audio past your limit of {gib:.3g} GiB "
+        "($HEARD_USER_STORAGE_MB on the server); nothing was kept",
+    )
 
 
 _PATH = re.compile(r"(?<![^\s(\['\"])/(?:[^/:,()'\"]+/)+[^:,()'\"]*")
@@ -221,6 +251,7 @@ async def upload(
     path = folder / f"{track_id}.{upload_id}.audio"
     partial = folder / f".{track_id}.{upload_id}.part"
     size = 0
+    room = await asyncio.to_thread(_room, settings, user.owner, request)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with open_upload(partial) as f:
@@ -228,6 +259,8 @@ async def upload(
                 size += len(chunk)
                 if size > MAX_UPLOAD_BYTES:
                     raise HTTPException(413, f"audio larger than {MAX_UPLOAD_BYTES} bytes")
+                if size > room:
+                    raise _over_quota(settings)
                 f.write(chunk)
     except OSError as e:
         partial.unlink(missing_ok=True)
@@ -239,7 +272,7 @@ async def upload(
         partial.unlink(missing_ok=True)
         raise HTTPException(422, "the request body (the audio) is empty")
     try:
-        info = await asyncio.to_thread(probe_audio, partial)
+        info = await asyncio.to_thread(measure_audio, partial, settings.max_track_s)
     except InputError as e:
         partial.unlink(missing_ok=True)
         reason = str(e).replace(str(partial), "the upload")  # no server folders in replies

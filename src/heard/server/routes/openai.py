@@ -30,7 +30,8 @@ its base URL at ``http://HOST:8000/v1`` with a heard token as its API key:
 OpenAI's shape (``heard.server.errors``). As many files are transcribed at once as the machine
 has cores for (one per core but one); the others wait their turn, the user served longest ago
 first (``quotas.FairQueue``), and only past the queue is a request refused (a 429 with
-Retry-After). A server shutting down stops a transcription at its next segment (a 503). With
+Retry-After). A server shutting down stops a transcription at its next segment, and answers
+503 within ``quotas.STOP_ANSWER_S`` whatever the transcription is doing. With
 ``--queue`` the server has no recognizer of its own, and these routes answer 503.
 """
 
@@ -41,7 +42,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -52,13 +52,15 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from heard.asr.audio import check_duration, probe_audio
+from heard.asr.audio import check_duration, measure_audio
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import FasterWhisperTranscriber, compression_ratio, load_model
 from heard.errors import AudioError, InputError, StoppingError
+from heard.server.bodies import SpooledFormRoute
 from heard.server.deps import Caller, Settings
-from heard.server.quotas import FairQueue
+from heard.server.quotas import FairQueue, until_stopped
 from heard.server.schemas import OpenAIErrorOut
+from heard.server.spool import spool_file
 from heard.server.state import ServerSettings
 from heard.speech import Segment, Transcription
 from heard.store.users import Principal
@@ -66,7 +68,7 @@ from heard.timeline.formats import TimedPhrase, TranscriptDoc, render_srt, rende
 
 __all__ = ["MODEL_NAMES", "queue", "router"]
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+router = APIRouter(prefix="/v1", tags=["openai"], route_class=SpooledFormRoute)
 log = logging.getLogger("heard.server")
 
 MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-transcribe",
@@ -145,11 +147,12 @@ RESPONSES: dict[int | str, dict[str, object]] = {
     413: {"model": OpenAIErrorOut, "description": "Over the upload limit or the longest track."},
     429: {"model": OpenAIErrorOut, "description": "Too many files waiting (Retry-After)."},
     503: {"model": OpenAIErrorOut, "description": "No recognizer here (--queue), or stopping."},
+    507: {"model": OpenAIErrorOut, "description": "No room on the server for the file."},
 }
 
 
 @router.post("/audio/transcriptions", response_model=None, responses=RESPONSES)
-def transcriptions(
+async def transcriptions(
     request: Request,
     user: Caller,
     settings: Settings,
@@ -169,14 +172,17 @@ def transcriptions(
     if timestamp_granularities and response_format != "verbose_json":
         raise _invalid("timestamp_granularities[] needs response_format verbose_json",
                        "timestamp_granularities[]")  # fmt: skip
-    heard, duration = _run(request, user, settings, file, transcriber, language or None)
+    heard, duration = await until_stopped(
+        settings.stopping,
+        lambda: _run(request, user, settings, file, transcriber, language or None),
+    )
     if stream:
         return _events(heard)
     return _answer(heard, response_format, set(timestamp_granularities or ["segment"]), duration)
 
 
 @router.post("/audio/translations", response_model=None, responses=RESPONSES)
-def translations(
+async def translations(
     request: Request,
     user: Caller,
     settings: Settings,
@@ -194,7 +200,9 @@ def translations(
             transcriber = FasterWhisperTranscriber(replace(transcriber.options, task="translate"))
         else:
             note = ENGLISH_ONLY
-    heard, duration = _run(request, user, settings, file, transcriber, None)
+    heard, duration = await until_stopped(
+        settings.stopping, lambda: _run(request, user, settings, file, transcriber, None)
+    )
     answer = _answer(heard, response_format, {"segment"}, duration, task="translate")
     if note is not None:
         answer.headers["X-Heard-Translation"] = note
@@ -219,7 +227,7 @@ def _run(
     name = file.filename or "the file"
     with request.app.state.transcribing.taken(user.owner), _copied(file, settings.uploads) as path:
         try:
-            info = probe_audio(path)
+            info = measure_audio(path, settings.max_track_s)
         except AudioError as e:
             raise _invalid(str(e).replace(str(path), name), "file", "invalid_file") from None
         try:
@@ -268,23 +276,23 @@ class _copied:
         self.upload, self.uploads = upload, uploads
 
     def __enter__(self) -> Path:
-        folder = self.uploads / ".transcriptions"
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(dir=folder, suffix=".audio")
-        self.path = Path(name)
+        self.path: Path | None = None
         try:
+            handle, self.path = spool_file(self.uploads)
             with os.fdopen(handle, "wb") as out:
                 shutil.copyfileobj(self.upload.file, out, 1024 * 1024)
         except OSError as e:  # a full disk: nothing half-written stays, and no path is said
-            self.path.unlink(missing_ok=True)
+            self.__exit__()
             full = e.errno == errno.ENOSPC
             log.error("transcriptions: cannot keep an upload: %s", e)
             detail = "the server has no room for the file" if full else "cannot keep the file now"
             raise HTTPException(507 if full else 503, detail) from None
+        assert self.path is not None
         return self.path
 
     def __exit__(self, *_: object) -> None:
-        self.path.unlink(missing_ok=True)
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
 
 
 def _answer(
