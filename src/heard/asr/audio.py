@@ -95,6 +95,8 @@ def measure_audio(path: str | Path, max_s: float = math.inf) -> AudioInfo:
     Packets that carry no length leave the header's word (decoding still stops at the limit).
     """
     info = probe_audio(path)
+    if info.duration_s > max_s:
+        return info  # over the limit by its own word: nothing to count
     import av
 
     held = 0.0

@@ -142,40 +142,44 @@ def serve(
     from heard.store.database import Database
 
     sock = listening_socket(host, port)  # a port in use fails now, before the model loads
-    chosen = chosen_settings(model, language, device, compute_type)
-    whisper = WhisperOptions.from_settings(chosen)
-    load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
-    origins = cors_origin or [o.strip() for o in chosen.cors_origins.split(",") if o.strip()]
-    for origin in origins:
-        if origin == "*" or not re.fullmatch(r"https?://[^/\s]+", origin):
-            raise InputError(
-                f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
-                "(no path, no *: a page holding a token must be one you name)"
-            )
-    database = queue_database(db) if queue else Database(database_url(db))
-    transcriber = None
-    if queue:
-        from heard.pipeline.celery_app import check_broker, configure
+    with sock:  # closed however the start ends (uvicorn closes it too, when it stops)
+        chosen = chosen_settings(model, language, device, compute_type)
+        whisper = WhisperOptions.from_settings(chosen)
+        load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
+        origins = cors_origin or [o.strip() for o in chosen.cors_origins.split(",") if o.strip()]
+        for origin in origins:
+            if origin == "*" or not re.fullmatch(r"https?://[^/\s]+", origin):
+                raise InputError(
+                    f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
+                    "(no path, no *: a page holding a token must be one you name)"
+                )
+        database = queue_database(db) if queue else Database(database_url(db))
+        transcriber = None
+        if queue:
+            from heard.pipeline.celery_app import check_broker, configure
 
-        configure(chosen)
-        check_broker()
-    else:
-        transcriber = load_transcriber(chosen.transcriber, whisper)
-    server_settings = ServerSettings(
-        database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
-        cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
-        resume=chosen.resume, max_track_s=chosen.max_track_s,
-        user_storage_bytes=round(chosen.user_storage_mb * 2**20),
-    )  # fmt: skip
-    served = create_app(server_settings)  # opens and migrates the database: fails here, not later
-    typer.echo(
-        f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)", err=True
-    )
-    for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
-        logging.getLogger(name).addFilter(RedactTokens())
-    logging.getLogger("uvicorn.error").addFilter(DeniedHandshakes())
-    config = uvicorn.Config(served, host=host, port=port, log_level="info", **UVICORN_OPTIONS)
-    Server(config, server_settings.stopping).run(sockets=[sock])
+            configure(chosen)
+            check_broker()
+        else:
+            transcriber = load_transcriber(chosen.transcriber, whisper)
+        server_settings = ServerSettings(
+            database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
+            cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
+            resume=chosen.resume, max_track_s=chosen.max_track_s,
+            user_storage_bytes=round(chosen.user_storage_mb * 2**20),
+        )  # fmt: skip
+        served = create_app(
+            server_settings
+        )  # opens and migrates the database: fails here, not later
+        typer.echo(
+            f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)",
+            err=True,
+        )
+        for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
+            logging.getLogger(name).addFilter(RedactTokens())
+        logging.getLogger("uvicorn.error").addFilter(DeniedHandshakes())
+        config = uvicorn.Config(served, host=host, port=port, log_level="info", **UVICORN_OPTIONS)
+        Server(config, server_settings.stopping).run(sockets=[sock])
 
 
 class RedactTokens(logging.Filter):
