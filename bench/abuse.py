@@ -18,10 +18,10 @@ user's REST recall is timed, one request after another:
   peak memory read before and after;
 * transcriptions (a third server, heard's recognizer, tiny.en): user A re-posts JFK to OpenAI's
   route from four threads at once for ``--transcribe-seconds`` while user B posts it one
-  request after another: B's answers and waits; then files that lie about their length (4.5 h
-  of FLAC silence whose header states no length, 1.4 h of Opus silence whose header states
-  5 s) are posted, each with the server's CPU time spent on it; and the server's peak memory
-  over the whole scenario.
+  request after another: B's answers and waits, against B's alone; then files that lie about
+  their length (4.5 h of FLAC silence whose header states no length, 1.4 h of Opus silence
+  whose header states 5 s) are posted, each with the server's CPU time spent on it; and the
+  server's peak memory over the whole scenario.
 
 Called by bench/serve.py --abuse. Usage: python bench/abuse.py [--src DIR] [--json]
        python bench/abuse.py --transcriptions-only [--src DIR] [--json]
@@ -433,6 +433,14 @@ def run_transcriptions(
                     with lock:
                         a_answers[status] = a_answers.get(status, 0) + 1
 
+        alone: list[float] = []
+        with httpx.Client(base_url=f"http://{host}", timeout=600) as client:
+            for _ in range(3):  # B with the server to itself: the wait to compare with
+                started = time.perf_counter()
+                post(client, "b.flac", audio)
+                alone.append((time.perf_counter() - started) * 1000)
+        out["user_b_alone"] = summary(alone)
+        end = time.monotonic() + seconds
         threads = [threading.Thread(target=user_a) for _ in range(a_threads)]
         for t in threads:
             t.start()
@@ -456,7 +464,7 @@ def run_transcriptions(
                 reply = post(client, f"liar.{path.suffix[1:]}", path.read_bytes())
                 out[f"lying {path.name}"] = {
                     "status": reply.status_code,
-                    "message": reply.json()["error"]["message"],
+                    "answer": reply.text[:160],
                     "file_mb": round(path.stat().st_size / 2**20, 2),
                     "server_cpu_s": round(cpu_seconds(pid) - cpu, 2),
                     "wall_s": round(time.perf_counter() - started, 2),

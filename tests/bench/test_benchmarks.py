@@ -263,7 +263,7 @@ def test_abuse_benchmark_serves_user_b_beside_a_reposting_user_a_and_refuses_lia
     assert result["user_a_reposting"]["answers"].get(200, 0) >= 1
     assert result["lying no_length.flac"]["status"] == 413
     assert result["lying says_5s.opus"]["status"] == 400
-    assert "header says 5.01 s" in result["lying says_5s.opus"]["message"]
+    assert "header says 5.01 s" in result["lying says_5s.opus"]["answer"]
     assert result["server_peak_rss_mb"] > 0
 
 

@@ -286,7 +286,7 @@ def test_files_past_the_queue_are_429s_the_others_wait_their_turn(
         for thread in running:
             thread.join(30)
     assert answers == [200, 200]
-    assert third.status_code == 429
+    assert third.status_code == 429, third.text
     assert third.json()["error"]["type"] == "rate_limit_exceeded"
     assert int(third.headers["Retry-After"]) >= 1
 

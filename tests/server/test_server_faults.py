@@ -55,8 +55,12 @@ def test_files_that_lie_about_their_length_are_refused_before_any_decoding(
     client, auth = _client(db, tmp_path, transcriber=fake, max_track_s=120.0)
     with client:
         flac, opus = (
-            client.post("/v1/audio/transcriptions", data={"model": "whisper-1"}, headers=auth,
-                        files={"file": (path.name, path.read_bytes())})  # fmt: skip
+            client.post(
+                "/v1/audio/transcriptions",
+                data={"model": "whisper-1"},
+                headers=auth,
+                files={"file": (path.name, path.read_bytes())},
+            )
             for path in (forged["flac"], forged["opus"])
         )
         listen = client.post("/v1/listen", content=forged["flac"].read_bytes(), headers=auth)
@@ -82,7 +86,9 @@ def test_an_honest_file_is_measured_as_its_header_says(tmp_path: Path) -> None:
 
     for path in (silent_audio(tmp_path / "a.flac", 150), silent_audio(tmp_path / "a.opus", 150,
                                                                      "opus")):  # fmt: skip
-        assert measure_audio(path).duration_s == pytest.approx(probe_audio(path).duration_s, abs=0.3)
+        assert measure_audio(path).duration_s == pytest.approx(
+            probe_audio(path).duration_s, abs=0.3
+        )
     assert measure_audio(JFK).duration_s == pytest.approx(11.0, abs=0.1)
 
 
@@ -168,11 +174,15 @@ def test_upload_files_of_processes_that_are_gone_are_removed_at_start(
         "older heard": "tmpk2j3h4.audio",
         "another machine's, now": "elsewhere.12.abc.audio",
         "another machine's, two days old": "elsewhere.13.abc.audio",
+        "a dead process's number, now another's": f"{host}.{another_process}.old.audio",
     }
     for name in names.values():
         (folder / name).write_bytes(b"x" * 1000)
     two_days = time.time() - 2 * 86400
     os.utime(folder / names["another machine's, two days old"], (two_days, two_days))
+    before_it_started = time.time() - 3600
+    os.utime(folder / names["a dead process's number, now another's"],
+             (before_it_started, before_it_started))  # fmt: skip
     create_app(ServerSettings(db, tmp_path / "uploads"))
     left = {p.name for p in folder.iterdir()}
     assert left == {names["running"], names["another machine's, now"]}
@@ -221,6 +231,47 @@ def test_a_users_stored_audio_has_a_limit(db: Database, tmp_path: Path) -> None:
     assert bens.status_code == 200
     kept = [p for p in (tmp_path / "uploads").rglob("*") if p.is_file()]
     assert len(kept) == 3  # ana's two and ben's one; nothing of the third
+
+
+def test_parallel_uploads_share_one_users_room(db: Database, tmp_path: Path) -> None:
+    """Four uploads of 400 KB at once against a 1 MB limit, their bytes arriving side by side:
+    each sees the others' bytes as they come, so at most two are kept (before, each saw the
+    room left when it began and all four were kept)."""
+    import wave
+
+    track = tmp_path / "silence.wav"
+    with wave.open(str(track), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16_000)
+        w.writeframes(bytes(400_000))
+    body = track.read_bytes()
+    app = create_app(ServerSettings(db, tmp_path / "uploads", user_storage_bytes=1_000_000))
+    _, token = add_user(db, "ana")
+    auth = {"Authorization": f"Bearer {token}"}
+    statuses: list[int] = []
+    with serving(app) as host, httpx.Client(base_url=f"http://{host}", headers=auth) as client:
+        ids = [client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]}
+                           ).json()["id"] for _ in range(4)]  # fmt: skip
+        gate = threading.Barrier(4)
+
+        def chunks() -> Iterator[bytes]:
+            gate.wait(10)
+            for i in range(0, len(body), 40_000):
+                yield body[i : i + 40_000]
+                time.sleep(0.05)
+
+        def upload(meeting: str) -> None:
+            with httpx.Client(base_url=f"http://{host}", headers=auth, timeout=60) as mine:
+                statuses.append(mine.put(f"/v1/meetings/{meeting}/tracks/a",
+                                         content=chunks()).status_code)  # fmt: skip
+
+        uploads = [threading.Thread(target=upload, args=(m,)) for m in ids]
+        for thread in uploads:
+            thread.start()
+        for thread in uploads:
+            thread.join(60)
+    kept = sum(p.stat().st_size for p in (tmp_path / "uploads").rglob("*") if p.is_file())
+    assert sorted(statuses) in ([200, 200, 507, 507], [200, 507, 507, 507]), statuses
+    assert kept <= 1_000_000
 
 
 def test_a_port_in_use_is_said_in_words(tmp_path: Path) -> None:

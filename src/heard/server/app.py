@@ -28,6 +28,7 @@ from heard.pipeline import jobs
 from heard.server import listen, live, realtime, session, spool
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
+from heard.server.quotas import StorageLedger
 from heard.server.routes import deepgram, meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
 from heard.server.state import Memories, Runs, ServerSettings
@@ -83,6 +84,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.memories = memories
     app.state.transcribing = openai.queue(settings.stopping)
+    app.state.storage = StorageLedger(
+        settings.user_storage_bytes, lambda owner: meetings.stored_bytes(settings, owner)
+    )
     app.state.runs = runs
     install_error_handlers(app)
     app.add_middleware(Guard, database=lambda: settings.db)

@@ -1,7 +1,8 @@
 """What one token may send over all its live connections (``/v1/live``): token buckets for
 transcript events and for audio, and a bar on new connections after going over either; and
 how much evidence one user may store a minute over REST; how much heavy work runs at once
-(``Slots``), the turns of whole files waiting to be transcribed (``FairQueue``), and a
+(``Slots``), the turns of whole files waiting to be transcribed (``FairQueue``), the audio each
+user keeps (``StorageLedger``), and a
 request's answer in time when the server stops (``until_stopped``).
 
 Pure but for the clock, which is injected (``time.monotonic`` by default): tests move it.
@@ -32,6 +33,7 @@ __all__ = [
     "FairQueue",
     "Quota",
     "Slots",
+    "StorageLedger",
     "limit_text",
     "until_stopped",
 ]
@@ -205,6 +207,50 @@ class FairQueue:
             with self._lock:
                 self._running -= 1
                 self._lock.notify_all()
+
+
+class StorageLedger:
+    """The bytes each user keeps in uploads, against ``limit`` (0: none), with the uploads in
+    flight counted as their bytes arrive: parallel uploads cannot each see the same room.
+
+    A user's count is read from disk (``on_disk``) when an upload begins and none of theirs is
+    in flight, so whatever changed the files meanwhile is taken in; while some are in flight,
+    it moves only by what they add and what is removed through ``release``."""
+
+    def __init__(self, limit: int, on_disk: Callable[[str], int]) -> None:
+        self.limit = limit
+        self.on_disk = on_disk
+        self._bytes: dict[str, int] = {}
+        self._uploads: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def begin(self, owner: str) -> int | None:
+        """An upload of ``owner``'s begins; the bytes left them (None: no limit)."""
+        with self._lock:
+            if not self._uploads.get(owner):
+                self._bytes[owner] = self.on_disk(owner)
+            self._uploads[owner] = self._uploads.get(owner, 0) + 1
+            return None if self.limit <= 0 else self.limit - self._bytes[owner]
+
+    def add(self, owner: str, n: int) -> bool:
+        """Count ``n`` more bytes of an upload in flight; False (nothing counted) past the
+        limit."""
+        with self._lock:
+            if 0 < self.limit < self._bytes[owner] + n:
+                return False
+            self._bytes[owner] += n
+            return True
+
+    def release(self, owner: str, n: int) -> None:
+        """``n`` bytes of ``owner``'s are gone (a failed upload's, a replaced file's)."""
+        with self._lock:
+            if owner in self._bytes:
+                self._bytes[owner] = max(0, self._bytes[owner] - n)
+
+    def end(self, owner: str) -> None:
+        """An upload of ``owner``'s is over (kept or not: ``release`` what was not)."""
+        with self._lock:
+            self._uploads[owner] -= 1
 
 
 STOP_ANSWER_S = 15.0

@@ -6,7 +6,8 @@ A process killed mid-request (kill -9, a crash, a stop that could not wait) cann
 file, and each may be as large as the upload limit. The names say which machine and process
 made them, so a server starting removes the leftovers of processes that are gone, and never
 the file of one still running beside it on the same volume. Files another machine left are
-removed once a day old.
+removed once a day old. A process is taken for the maker of a file only if it started before
+the file was last written (a dead process's number may be given to a new one).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ def clear_leftovers(uploads: Path) -> int:
         made_by = path.name.split(".")
         if len(made_by) >= 3 and made_by[0] == host and made_by[1].isdigit():
             pid = int(made_by[1])
-            if pid != os.getpid() and _alive(pid):
-                continue
+            with contextlib.suppress(OSError):
+                if pid != os.getpid() and _maker_alive(pid, path.stat().st_mtime):
+                    continue
         elif len(made_by) >= 3 and made_by[1].isdigit():  # another machine's
             with contextlib.suppress(OSError):
                 if time.time() - path.stat().st_mtime < FOREIGN_AGE_S:
@@ -62,11 +64,25 @@ def clear_leftovers(uploads: Path) -> int:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def _maker_alive(pid: int, written: float) -> bool:
+    """Whether process ``pid`` runs and may have written a file last at ``written``: a process
+    that started after that is another one, given a dead one's number."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process
-        return True
-    return True
+        pass
+    started = _start_time(pid)
+    return started is None or started <= written + 1.0
+
+
+def _start_time(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), where ``/proc`` says."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))  # fmt: skip
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")

@@ -173,9 +173,9 @@ def _transcribe(
         if settings.stopping.is_set():
             raise StoppingError("the server is shutting down: send the audio again")
 
+    info = measure_audio(path, settings.max_track_s)  # AudioError: a 400 naming the body
+    check_duration(info, settings.max_track_s)
     with request.app.state.transcribing.taken(owner):  # every option checked before the wait
-        info = measure_audio(path, settings.max_track_s)  # AudioError: a 400 naming the body
-        check_duration(info, settings.max_track_s)
         channels = range(info.channels) if asked["multichannel"] else [None]
         heard = [transcriber.transcribe(path, channel=c, language=language, on_progress=watched)
                  for c in channels]  # fmt: skip

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import errno
 import logging
-import math
 import re
 import uuid
 from pathlib import Path
@@ -21,6 +20,7 @@ from heard.pipeline import jobs
 from heard.server.bodies import StrictJSONRoute
 from heard.server.deps import Caller, Settings
 from heard.server.errors import BAD, NOT_FOUND
+from heard.server.quotas import StorageLedger
 from heard.server.schemas import (
     ErrorOut,
     MeetingIn,
@@ -44,7 +44,7 @@ from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.tracks import track_of, upload_track
 from heard.timeline.formats import render
 
-__all__ = ["MAX_UPLOAD_BYTES", "MEDIA_TYPES", "router"]
+__all__ = ["MAX_UPLOAD_BYTES", "MEDIA_TYPES", "router", "stored_bytes"]
 
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 MEDIA_TYPES = {
@@ -107,22 +107,13 @@ def _cannot_keep(error: OSError) -> HTTPException:
     return HTTPException(503, "the server cannot keep uploads now; nothing was kept")
 
 
-def _room(settings: ServerSettings, owner: str, request: Request) -> float:
-    """The bytes ``owner`` may still upload: their limit less what their folder holds
-    (uploads in flight included); refused at once when the announced length is over it."""
-    limit = settings.user_storage_bytes
-    if limit <= 0:
-        return math.inf
+def stored_bytes(settings: ServerSettings, owner: str) -> int:
+    """The bytes of the uploads ``owner`` keeps (uploads in flight not counted)."""
     used = 0
-    for path in (settings.uploads / owner).rglob("*"):
+    for path in (settings.uploads / owner).rglob("*.audio"):
         with contextlib.suppress(OSError):
-            if path.is_file():
-                used += path.stat().st_size
-    room = limit - used
-    announced = request.headers.get("content-length", "")
-    if room <= 0 or (announced.isdigit() and int(announced) > room):
-        raise _over_quota(settings)
-    return room
+            used += path.stat().st_size
+    return used
 
 
 def _over_quota(settings: ServerSettings) -> HTTPException:
@@ -242,32 +233,78 @@ async def upload(
     settings: Settings,
 ) -> MeetingOut:
     """Upload one participant's audio (any format ffmpeg decodes), as the raw body."""
-    db = settings.db
-    track_id = await asyncio.to_thread(track_of, db, meeting_id, participant, user.owner)
-    folder = settings.uploads / user.owner / str(meeting_id)
+    track_id = await asyncio.to_thread(track_of, settings.db, meeting_id, participant, user.owner)
+    ledger: StorageLedger = request.app.state.storage
+    room = await asyncio.to_thread(ledger.begin, user.owner)
+    try:
+        return await _keep(request, settings, user.owner, meeting_id, track_id, participant, room)
+    finally:
+        ledger.end(user.owner)
+
+
+async def _keep(
+    request: Request,
+    settings: ServerSettings,
+    owner: str,
+    meeting_id: uuid.UUID,
+    track_id: uuid.UUID,
+    participant: str,
+    room: int | None,
+) -> MeetingOut:
+    """The upload's bytes kept, checked and given to the track, counted in the user's storage
+    as they arrive (and given back if they are not kept)."""
+    db, ledger = settings.db, request.app.state.storage
+    assert isinstance(ledger, StorageLedger)
+    folder = settings.uploads / owner / str(meeting_id)
     # every upload writes files of its own: racing uploads of one track never mix, and
     # the track points at exactly one complete upload that decoded (the last to finish)
     upload_id = uuid.uuid4().hex
     path = folder / f"{track_id}.{upload_id}.audio"
     partial = folder / f".{track_id}.{upload_id}.part"
     size = 0
-    room = await asyncio.to_thread(_room, settings, user.owner, request)
+    announced = request.headers.get("content-length", "")
+    if room is not None and (room <= 0 or (announced.isdigit() and int(announced) > room)):
+        raise _over_quota(settings)  # nothing read
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with open_upload(partial) as f:
             async for chunk in request.stream():
-                size += len(chunk)
-                if size > MAX_UPLOAD_BYTES:
+                if size + len(chunk) > MAX_UPLOAD_BYTES:
                     raise HTTPException(413, f"audio larger than {MAX_UPLOAD_BYTES} bytes")
-                if size > room:
+                if not ledger.add(owner, len(chunk)):
                     raise _over_quota(settings)
+                size += len(chunk)
                 f.write(chunk)
     except OSError as e:
         partial.unlink(missing_ok=True)
+        ledger.release(owner, size)
         raise _cannot_keep(e) from None
     except BaseException:
         partial.unlink(missing_ok=True)  # too big, or the client went away mid-upload
+        ledger.release(owner, size)
         raise
+    try:
+        before = await _checked(settings, track_id, participant, partial, path, size)
+    except BaseException:
+        ledger.release(owner, size)
+        raise
+    if before and before != str(path) and Path(before).parent == folder:
+        with contextlib.suppress(OSError):
+            ledger.release(owner, Path(before).stat().st_size)
+        Path(before).unlink(missing_ok=True)  # the upload this one replaced
+    return _meeting_out(db, meeting_id, owner)
+
+
+async def _checked(
+    settings: ServerSettings,
+    track_id: uuid.UUID,
+    participant: str,
+    partial: Path,
+    path: Path,
+    size: int,
+) -> str | None:
+    """The kept upload checked (decodable, within the limit) and given to its track; the
+    upload it replaced. Refused, nothing of it stays."""
     if size == 0:
         partial.unlink(missing_ok=True)
         raise HTTPException(422, "the request body (the audio) is empty")
@@ -284,13 +321,11 @@ async def upload(
         raise HTTPException(413, str(e).replace(str(partial), f"{participant}'s upload")) from e
     partial.replace(path)
     try:
-        before = await asyncio.to_thread(upload_track, db, track_id, str(path))
+        before: str | None = await asyncio.to_thread(upload_track, settings.db, track_id, str(path))
     except ConflictError:
         path.unlink(missing_ok=True)
         raise
-    if before and before != str(path) and Path(before).parent == folder:
-        Path(before).unlink(missing_ok=True)  # the upload this one replaced
-    return _meeting_out(db, meeting_id, user.owner)
+    return before
 
 
 @router.post(

@@ -55,7 +55,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from heard.asr.audio import check_duration, measure_audio
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import FasterWhisperTranscriber, compression_ratio, load_model
-from heard.errors import AudioError, InputError, StoppingError
+from heard.errors import AudioError, BusyError, InputError, StoppingError
 from heard.server.bodies import SpooledFormRoute
 from heard.server.deps import Caller, Settings
 from heard.server.quotas import FairQueue, until_stopped
@@ -223,9 +223,10 @@ def _run(
     transcriber: Transcriber,
     language: str | None,
 ) -> tuple[Transcription, float]:
-    """The upload transcribed in its turn; its length in seconds."""
+    """The upload measured (before its turn: a lying file holds no place), then transcribed
+    in its turn; its length in seconds."""
     name = file.filename or "the file"
-    with request.app.state.transcribing.taken(user.owner), _copied(file, settings.uploads) as path:
+    with _copied(file, settings.uploads) as path:
         try:
             info = measure_audio(path, settings.max_track_s)
         except AudioError as e:
@@ -240,9 +241,12 @@ def _run(
                 raise StoppingError("the server is shutting down: send the file again")
 
         try:
-            heard = transcriber.transcribe(path, language=language, on_progress=watched)
+            with request.app.state.transcribing.taken(user.owner):
+                heard = transcriber.transcribe(path, language=language, on_progress=watched)
         except AudioError as e:
             raise _invalid(str(e).replace(str(path), name), "file", "invalid_file") from None
+        except BusyError:  # past the queue: a 429
+            raise
         except InputError as e:  # a language the model does not know
             raise _invalid(str(e), "language", "unsupported_language") from None
     duration = info.duration_s or (heard.segments[-1].end if heard.segments else 0.0)
@@ -281,8 +285,10 @@ class _copied:
             handle, self.path = spool_file(self.uploads)
             with os.fdopen(handle, "wb") as out:
                 shutil.copyfileobj(self.upload.file, out, 1024 * 1024)
-        except OSError as e:  # a full disk: nothing half-written stays, and no path is said
+        except BaseException as e:  # nothing half-written stays, and no path is said
             self.__exit__()
+            if not isinstance(e, OSError):
+                raise
             full = e.errno == errno.ENOSPC
             log.error("transcriptions: cannot keep an upload: %s", e)
             detail = "the server has no room for the file" if full else "cannot keep the file now"
