@@ -90,6 +90,13 @@ def test_an_honest_file_is_measured_as_its_header_says(tmp_path: Path) -> None:
             probe_audio(path).duration_s, abs=0.3
         )
     assert measure_audio(JFK).duration_s == pytest.approx(11.0, abs=0.1)
+    # files joined end to end (a chained Ogg): the header tells of the last part only, and
+    # each part's times start again; not a lie, measured whole
+    part = silent_audio(tmp_path / "part.opus", 20, "opus").read_bytes()
+    joined = tmp_path / "joined.opus"
+    joined.write_bytes(part * 10)
+    assert probe_audio(joined).duration_s == pytest.approx(20.0, abs=0.5)
+    assert measure_audio(joined, 3600).duration_s == pytest.approx(200.0, abs=1.0)
 
 
 class Unheeding(FakeTranscriber):
