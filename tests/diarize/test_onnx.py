@@ -1,4 +1,4 @@
-"""The real diarizer (heard[diarize]) on real and generated recordings."""
+"""The real diarizer (ONNX Runtime, no PyTorch) on real and generated recordings."""
 
 from __future__ import annotations
 

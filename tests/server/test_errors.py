@@ -38,7 +38,7 @@ CASES: list[tuple[HeardError, int]] = [
     (StoreError("cannot reach the database"), 503),
     (BrokerError("cannot reach the broker"), 503),
     (ProviderError("timed out"), 503),
-    (MissingDependencyError("pip install 'heard[server]'"), 503),
+    (MissingDependencyError("reinstall heard"), 503),
     (TurnStateError("turn 1 is already final"), 500),
 ]
 

@@ -285,8 +285,8 @@ def test_a_server_that_cannot_diarize_refuses_a_mixed_recording_at_once(
     from heard.errors import MissingDependencyError
 
     def missing(package: str) -> Path:
-        raise MissingDependencyError(f"diarization needs the package {package!r}: pip install "
-                                     "'heard[diarize]'")  # fmt: skip
+        raise MissingDependencyError(f"diarization needs the package {package!r}, which comes "
+                                     "with heard: reinstall heard")  # fmt: skip
 
     monkeypatch.setattr("heard.diarize.onnx._package_dir", missing)
     app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=FakeTranscriber({})))
@@ -298,6 +298,6 @@ def test_a_server_that_cannot_diarize_refuses_a_mixed_recording_at_once(
             headers={"Authorization": f"Bearer {token}"},
         )
         assert answer.status_code == 503, answer.text
-        assert "heard[diarize]" in answer.text
+        assert "reinstall heard" in answer.text
         listed = client.get("/v1/meetings", headers={"Authorization": f"Bearer {token}"})
         assert listed.json() == []

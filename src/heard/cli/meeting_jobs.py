@@ -128,7 +128,7 @@ def transcribe_meeting(
     from heard.asr.whisper import WhisperOptions
 
     transcriber = recognizer(whisper or WhisperOptions(), [t.language for t in tracks])
-    if any(t.speakers is not None for t in tracks):  # heard[diarize] missing: fail before storing
+    if any(t.speakers is not None for t in tracks):  # no models: fail before storing
         from heard.diarize import default_diarizer
 
         default_diarizer()

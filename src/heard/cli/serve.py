@@ -132,7 +132,8 @@ def serve(
         )
     except ImportError as e:
         raise MissingDependencyError(
-            f"`heard serve` needs the server extra: pip install 'heard[server]' ({e})"
+            f"`heard serve` cannot load its server ({e}): reinstall heard (pip install "
+            "--force-reinstall heard)"
         ) from e
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model

@@ -1,6 +1,6 @@
 """Who spoke when in one recording of several people (``heard transcribe call.wav``).
 
-``Diarizer`` is the seam: ``OnnxDiarizer`` (``heard[diarize]``, no PyTorch) is the real one,
+``Diarizer`` is the seam: ``OnnxDiarizer`` (ONNX Runtime, no PyTorch) is the real one,
 ``heard.testing.FakeDiarizer`` answers from a script for tests. ``split_words`` gives each
 recognized word to its speaker, so that the speakers become the meeting's participants and
 the usual timeline rules build their phrases.
@@ -101,7 +101,7 @@ def speaker_labels(
 @cache
 def default_diarizer() -> Diarizer:
     """``OnnxDiarizer`` with its models loaded, one per process (``MissingDependencyError``
-    without ``heard[diarize]``)."""
+    when its models are not installed)."""
     from heard.diarize.onnx import OnnxDiarizer
 
     diarizer = OnnxDiarizer()

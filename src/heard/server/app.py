@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from heard.errors import HeardError
 from heard.pipeline import jobs
@@ -74,7 +75,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             task.cancel()
         await asyncio.to_thread(runs.close)  # a run gives its track back at its next segment
 
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc from files served here: they work offline
         title="heard",
         summary="Meetings, live captions and memory for conversation audio.",
         version="0.1.0",

@@ -12,7 +12,7 @@ Query parameters, Deepgram's names:
   (a multilingual model only: ``detected_language`` per channel);
 * ``punctuate`` and ``smart_format`` (either: punctuated, cased text; neither, Deepgram's
   default: lower case without punctuation; ``punctuated_word`` is always punctuated);
-* ``diarize``: each word's ``speaker`` from heard's diarizer (``heard[diarize]``);
+* ``diarize``: each word's ``speaker`` from heard's diarizer;
 * ``utterances`` (``utt_split`` seconds of pause, 0.8 by default, or a new speaker, start a
   new one) and ``paragraphs``;
 * ``multichannel``: each channel of the file transcribed on its own;

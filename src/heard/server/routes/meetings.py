@@ -165,7 +165,7 @@ def create(body: MeetingIn, user: Caller, settings: Settings) -> MeetingOut:
     if here and any(p.speakers is not None for p in body.participants):
         from heard.diarize.onnx import model_files
 
-        model_files()  # a 503 naming heard[diarize] when this server cannot diarize
+        model_files()  # a 503 saying what is missing when this server cannot diarize
     specs = [
         TrackSpec(
             p.name,
