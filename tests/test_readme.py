@@ -1,4 +1,4 @@
-"""The README's Python examples run as written."""
+"""The Python examples of README.md and of the documentation site (docs/) run as written."""
 
 from __future__ import annotations
 
@@ -7,22 +7,28 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # ```python blocks run here; ```py blocks need outside services (a Pipecat transport, a Gemini key)
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+BLOCKS = [
+    pytest.param(page, code, id=f"{page.name}:{n}")
+    for page in PAGES
+    for n, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text("utf-8"), re.S))
+]
 
 
-def test_readme_has_python_examples() -> None:
-    assert BLOCKS
+def test_the_docs_have_python_examples() -> None:
+    assert len(BLOCKS) >= 5
 
 
-@pytest.mark.parametrize("code", BLOCKS)
-def test_readme_python_block_runs(
+@pytest.mark.parametrize(("page", "code"), BLOCKS)
+def test_python_block_runs(
+    page: Path,
     code: str,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # examples may write files (a SQLite store) where they run
-    exec(compile(code, str(README), "exec"), {})
+    exec(compile(code, str(page), "exec"), {})
     assert capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""heard's settings: one module reads the environment, and the README lists every variable."""
+"""heard's settings: one module reads the environment, and the configuration page
+(docs/configuration.md) lists every variable."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from heard.errors import InputError
 from heard.settings import Settings, settings
 
 SRC = Path(heard.__file__).resolve().parent
-README = SRC.parents[1] / "README.md"
+CONFIGURATION = SRC.parents[1] / "docs" / "configuration.md"
 
 
 def environment_reads(tree: ast.AST) -> list[int]:
@@ -40,9 +41,9 @@ def test_only_the_settings_module_reads_the_environment() -> None:
     assert environment_reads(ast.parse((SRC / "settings.py").read_text(encoding="utf-8")))
 
 
-def test_the_readme_lists_every_variable() -> None:
-    readme = README.read_text(encoding="utf-8")
-    missing = [name for name in Settings.variables().values() if f"`{name}`" not in readme]
+def test_the_configuration_page_lists_every_variable() -> None:
+    page = CONFIGURATION.read_text(encoding="utf-8")
+    missing = [name for name in Settings.variables().values() if f"`{name}`" not in page]
     assert missing == []
 
 

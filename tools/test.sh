@@ -5,6 +5,17 @@
 # Usage: bash tools/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The active virtual environment's python; with none active, .venv's (made here when missing:
+# Debian and Ubuntu let pip install nothing into the system's Python, PEP 668).
+if [ -n "${VIRTUAL_ENV:-}" ]; then
+  py=python
+else
+  if [ ! -x .venv/bin/python ]; then
+    echo "== making a virtual environment in .venv"
+    python3 -m venv .venv
+  fi
+  py=.venv/bin/python
+fi
 
 # System packages the tests speak with (espeak-ng), measure audio with (sox) and drive the
 # captions page with (chromium, headless).
@@ -22,12 +33,16 @@ if ((${#missing[@]})); then
 fi
 
 echo "== installing heard[dev]"
-python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+"$py" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 
 echo "== ruff"
-python -m ruff format --check .
-python -m ruff check .
+"$py" -m ruff format --check .
+"$py" -m ruff check .
 echo "== mypy"
-python -m mypy
+"$py" -m mypy
+echo "== docs (mkdocs build --strict)"
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
 echo "== pytest"
-python tools/services.py -- python -m pytest "$@"
+"$py" tools/services.py -- "$py" -m pytest "$@"

@@ -175,7 +175,7 @@ def test_a_client_that_does_not_read_is_closed(
 
 def test_a_client_that_takes_nothing_not_even_pings_is_closed(tmp_path: Path) -> None:
     """Messages too small to back up within the time the keepalive gives: the server's pings
-    go unanswered and the connection is closed with 1011, as README says."""
+    go unanswered and the connection is closed with 1011, as docs/server.md says."""
     db = Database(f"sqlite:///{tmp_path / 'h.db'}")
     app = create_app(ServerSettings(db, tmp_path / "uploads", workspaces=tmp_path / "memory"))
     _, token = add_user(db, "silent")

@@ -191,7 +191,7 @@ def transcribe(
             "--speakers",
             metavar="auto|N",
             help="How many people speak in each recording given as a plain FILE (no NAME=): a "
-            "number, or auto to count them. Needs heard\\[diarize]. Default: auto.",
+            "number, or auto to count them. Default: auto.",
             show_default=False,
         ),
     ] = None,

@@ -31,7 +31,7 @@ def worker(
     """Run a Celery worker for the meeting pipeline.
 
     Broker, queue and database come from $HEARD_BROKER_URL, $HEARD_QUEUE and
-    $HEARD_DATABASE_URL (see README, "Deploy"). The model is loaded before the worker takes
+    $HEARD_DATABASE_URL (see docs/deployment.md). The model is loaded before the worker takes
     a task, so a model it cannot have stops it here; a language given per track when the
     meeting was made wins over --language.
     """
