@@ -20,7 +20,8 @@ time against the audio's. The peer is senko 0.2.2 (CAM++ embeddings, pyannote se
 on PyTorch, so it runs in the Python given by ``--senko-python``, in a process of its own, on
 the same WAV files); it cannot be told the number of speakers. ``--cpwer N`` also transcribes
 N espeak-ng conversations (tiny.en): the diarized transcript against each speaker's own track
-transcribed alone, by meeteval's cpWER.
+transcribed alone, by meeteval's cpWER (``pip install meeteval``: it is not in heard[dev],
+since PyPI has no wheel of it and it builds only with a C++ compiler).
 
     python bench/diarize.py [--senko-python /path/to/python] [--real DIR] [--cpwer 4]
 """
@@ -129,7 +130,12 @@ def senko_run(convs: list[Conversation], python: str, folder: Path) -> dict[str,
 
 def cpwer(convs: list[Conversation]) -> float:
     """meeteval's cpWER of the diarized transcript against the per-track transcripts."""
-    from meeteval.wer.wer.cp import cp_word_error_rate
+    try:
+        from meeteval.wer.wer.cp import cp_word_error_rate
+    except ImportError:  # not in heard[dev]: PyPI has no wheel, it builds with a C++ compiler
+        raise SystemExit(
+            "--cpwer needs meeteval: pip install meeteval (a C++ compiler builds it)"
+        ) from None
 
     from heard.asr.whisper import FasterWhisperTranscriber, WhisperOptions
     from heard.diarize import split_words
