@@ -10,9 +10,9 @@ cd "$(dirname "$0")/.."
 if [ -n "${VIRTUAL_ENV:-}" ]; then
   py=python
 else
-  if [ ! -x .venv/bin/python ]; then
+  if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then  # none, or one left half-made
     echo "== making a virtual environment in .venv"
-    python3 -m venv .venv
+    python3 -m venv --clear .venv
   fi
   py=.venv/bin/python
 fi
@@ -42,7 +42,7 @@ echo "== mypy"
 "$py" -m mypy
 echo "== docs (mkdocs build --strict)"
 site=$(mktemp -d)
+trap 'rm -rf "$site"' EXIT
 NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
-rm -rf "$site"
 echo "== pytest"
 "$py" tools/services.py -- "$py" -m pytest "$@"

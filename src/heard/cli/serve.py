@@ -133,7 +133,7 @@ def serve(
     except ImportError as e:
         raise MissingDependencyError(
             f"`heard serve` cannot load its server ({e}): reinstall heard (pip install "
-            "--force-reinstall heard)"
+            "--force-reinstall --no-deps . in its clone)"
         ) from e
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model

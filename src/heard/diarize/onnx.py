@@ -73,7 +73,7 @@ def _package_dir(package: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise MissingDependencyError(
             f"diarization needs the package {package!r}, which comes with heard: reinstall "
-            "heard (pip install --force-reinstall heard)"
+            "heard (pip install --force-reinstall --no-deps . in its clone)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 

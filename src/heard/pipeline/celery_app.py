@@ -30,7 +30,14 @@ import uuid
 from functools import cache
 from typing import Any
 
-from celery import Celery, Task
+from heard.errors import MissingDependencyError
+
+try:
+    from celery import Celery, Task
+except ImportError as _e:  # the plain install has no Celery: --queue and `heard worker` say so
+    raise MissingDependencyError(
+        f"Celery workers need heard[celery]: pip install '.[celery]' in heard's clone ({_e})"
+    ) from None
 
 from heard.asr.transcribers import load_transcriber
 from heard.asr.whisper import WhisperOptions

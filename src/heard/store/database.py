@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from heard.errors import InputError, StoreError
+from heard.errors import InputError, MissingDependencyError, StoreError
 
 __all__ = ["Database", "StoreError", "safe_url"]
 
@@ -79,7 +79,14 @@ class Database:
                 ) from None
         # hide_parameters: an error names the statement, never the users' text it carried
         options = {"pool_pre_ping": True, "hide_parameters": True, **(engine_options or {})}
-        self.engine: Engine = create_engine(self.url, **options)
+        try:
+            self.engine: Engine = create_engine(self.url, **options)
+        except ModuleNotFoundError as e:  # the URL's driver is not installed
+            extra = " (heard[postgres]: pip install '.[postgres]' in heard's clone)" if (
+                "psycopg" in (e.name or "")) else ""  # fmt: skip
+            raise MissingDependencyError(
+                f"the database URL needs the Python package {e.name!r}{extra}"
+            ) from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
