@@ -123,7 +123,16 @@ def models(user: Caller, settings: Settings) -> dict[str, object]:
     return {"object": "list", "data": [_model(n) for n in _names(settings)]}
 
 
-@router.get("/models/{model_id:path}", responses={401: {"model": OpenAIErrorOut}})
+@router.get(
+    "/models/{model_id:path}",
+    responses={
+        401: {"model": OpenAIErrorOut},
+        404: {
+            "model": OpenAIErrorOut,
+            "description": "A name over 200 characters, or a line break.",
+        },
+    },
+)
 def model(model_id: str, user: Caller, settings: Settings) -> dict[str, object]:
     """One model, as OpenAI's ``models.retrieve`` reads it: every name is served here."""
     if len(model_id) > MAX_MODEL_CHARS:
