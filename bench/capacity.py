@@ -1,18 +1,33 @@
 """Many live microphones on one machine: N real-time clients of /v1/live at once, beside
-whisper_streaming's LocalAgreement-2 run as N processes, on the same call.
+whisper_streaming's LocalAgreement-2 run as N processes, on the same calls.
 
-The call (about 35 s): JFK (11 s, tests/data/audio), the two speakers of
-stereo_diarization.wav one after the other (faster-whisper's test data), and a two-voice
-espeak-ng exchange made at run time, with short pauses between. Its words' times come from an
-offline transcription (tiny.en, beam 5, word timestamps); its text is the known one (JFK's
-and espeak's scripts; the two speakers' sentences as tiny.en beam 5 reads each channel alone).
+Three sets of calls, real first:
 
-heard: a real ``heard serve`` (one process, SQLite); N clients (one token each) stream the
-call as 100 ms PCM16 frames at 1x, all starting together, then 1.5 s of silence and
-``{"type": "end"}``. The peer: whisper_streaming's online processor re-implemented from its
-description (``bench/peers.py``: faster-whisper tiny.en int8, beam 5 as it ships, a decode
-whenever 1 s of new audio has arrived, computation-aware), one process per stream as its
-README runs it, on the same audio at the same pace. Per N and system:
+* ``room``: real meetings as a room microphone hears them: four 30 s AMI excerpts
+  (tests/data/diarization/ami: far-field, quiet, overlapping, short turns), scored against
+  AMI's own word-level transcription (tests/data/conversations, CC BY 4.0), each word's
+  end taken from it;
+* ``phone``: real two-person conversations through a telephone line: four AMI excerpts with
+  two talkers, band-limited to 300-3400 Hz, sampled at 8 kHz and coded as G.711 mu-law, as a
+  phone call carries them, then back to 16 kHz (the line is simulated; the speech is real);
+* ``mix`` (issue 29's call, about 35 s): JFK (11 s, tests/data/audio), the two speakers of
+  stereo_diarization.wav one after the other (faster-whisper's test data), and a two-voice
+  espeak-ng exchange made at run time, with short pauses between; its words' times come from
+  an offline transcription (tiny.en, beam 5, word timestamps), its text is the known one
+  (JFK's and espeak's scripts; the two speakers' sentences as tiny.en beam 5 reads each
+  channel alone). Part synthetic;
+* with ``--real DIR``: the recordings in DIR (audio with a ``.txt`` of what was said beside
+  each; word times from tiny.en beam 5), e.g. pyannote's sample phone call, not shipped.
+
+Stream i of N plays call i mod K of its set (the streams are different conversations, as a
+server's are) and starts i/N s after the first (people do not connect in the same 100 ms).
+
+heard: a real ``heard serve`` (one process, SQLite); N clients (one token each) stream their
+call as 100 ms PCM16 frames at 1x, then 1.5 s of silence and ``{"type": "end"}``. The peer:
+whisper_streaming's online processor re-implemented from its description
+(``bench/peers.py``: faster-whisper tiny.en int8, beam 5 as it ships, a decode whenever 1 s of
+new audio has arrived, computation-aware), one process per stream as its README runs it, on
+the same audio at the same pace. Per set, N and system:
 
 * lag: how far behind the audio the transcript shown runs: from a word's end in the audio to
   the first message that shows it or a misreading of it in its place, p50 and max;
@@ -20,15 +35,18 @@ README runs it, on the same audio at the same pace. Per N and system:
 * commit: from a word's end in the audio to when it was shown for good (heard: the stable
   prefix of /v1/live's hypotheses that no later message changed, or the final; the peer: its
   commits), p50 and p95 over every word of every stream;
-* WER of what was committed against the text; for scale, tiny.en offline (the whole call at
-  once, greedy as the streams decode, and beam 5);
+* WER of what was committed against what was said, pooled over the streams (fillers such as
+  "um" and "uh" left out on both sides); beside it, tiny.en offline on the same calls, each
+  whole (greedy, as the streams decode, and beam 5; faster-whisper's defaults otherwise),
+  pooled the same way; with fewer streams than calls, the streams play every call in turns;
 * CPU seconds per audio second, over every stream (heard: the server process; the peer: its
   processes).
 
 WhisperLiveKit (PyPI) needs torch and torchaudio, which heard's environment does not install;
 it is not run here (see BENCHMARKS.md).
 
-Usage: python bench/capacity.py [--streams 1,2,4,8,16] [--no-peer] [--json]
+Usage: python bench/capacity.py [--sets room,phone,mix] [--streams 1,4,8,16] [--real DIR]
+       [--no-peer] [--json]
 """
 
 from __future__ import annotations
@@ -62,6 +80,13 @@ from make_meeting import Voice, speak  # noqa: E402
 from served import cpu_seconds, serving  # noqa: E402
 
 AUDIO = REPO / "tests" / "data" / "audio"
+AMI_AUDIO = REPO / "tests" / "data" / "diarization" / "ami"
+AMI_WORDS = REPO / "tests" / "data" / "conversations" / "ami"
+ROOM = ["ami_trn09", "ami_trn03", "ami-tst00", "ami_trn06"]
+"""The AMI excerpts with the most speech (121, 104, 93 and 79 words; 2-4 talkers)."""
+PHONE = ["ami-dev00", "ami-dev01", "ami_trn03", "ami_trn09"]
+"""AMI excerpts of two people talking (a third laughs once in ami_trn09)."""
+FILLERS = frozenset("um uh hmm mm mhm er erm ah eh uhm hm huh".split())
 JFK = ("And so my fellow Americans, ask not what your country can do for you, ask what you can "
        "do for your country.")  # fmt: skip
 STEREO = [
@@ -84,7 +109,9 @@ class Call:
     samples: np.ndarray
     truth: str
     word_ends: list[tuple[str, float]]
-    """The call's words (normalized) as offline tiny.en hears them, with their end times."""
+    """The call's words (normalized) with their end times: as said (a human transcription),
+    or as offline tiny.en hears them."""
+    name: str = "call"
 
     @property
     def seconds(self) -> float:
@@ -116,21 +143,117 @@ def make_call() -> Call:
     model = load_model(WhisperOptions()).whisper
     segments, _ = model.transcribe(samples, language="en", beam_size=5, word_timestamps=True,
                                    condition_on_previous_text=False)  # fmt: skip
-    ends = [(strip_punctuation(w.word), w.end) for s in segments for w in s.words or ()]
-    return Call(samples, truth, [(w, e) for w, e in ends if w])
+    ends = [(normalized(w.word), w.end) for s in segments for w in s.words or ()]
+    return Call(samples, truth, [(w, e) for w, e in ends if w], "mix")
 
 
-def offline_wer(call: Call) -> dict[str, float]:
+def normalized(text: str) -> str:
+    """What WER compares: lower case, no punctuation, no fillers ("um", "uh"), which Whisper
+    leaves out and AMI's transcribers wrote; hyphens split ("to-do" is "to do")."""
+    return " ".join(w for w in strip_punctuation(text).replace("-", " ").split()
+                    if w not in FILLERS)  # fmt: skip
+
+
+def ami_call(name: str, *, phone: bool = False) -> Call:
+    """An AMI excerpt, its words and their ends as AMI's transcribers timed them."""
+    said = json.loads((AMI_WORDS / f"{name}.json").read_text())["words"]
+    samples = load_audio(AMI_AUDIO / f"{name}.flac").astype(np.float32)
+    if phone:
+        samples = telephone(samples)
+    ends = [(w, end) for _, end, _, text in said for w in normalized(text).split()]
+    return Call(samples, normalized(" ".join(w[3] for w in said)), ends,
+                f"{name} by phone" if phone else name)  # fmt: skip
+
+
+def telephone(x: np.ndarray) -> np.ndarray:
+    """16 kHz speech as a phone line carries it: 300-3400 Hz, 8 kHz, G.711 mu-law (8 bits),
+    back at 16 kHz."""
+    from scipy.signal import butter, resample_poly, sosfilt
+
+    band = sosfilt(butter(6, [300, 3400], "bandpass", fs=SAMPLE_RATE, output="sos"), x)
+    narrow = np.clip(resample_poly(band, 1, 2), -1, 1)
+    mu = 255.0
+    coded = np.sign(narrow) * np.log1p(mu * np.abs(narrow)) / np.log1p(mu)
+    coded = np.round(coded * 127) / 127  # 8 bits a sample
+    decoded = np.sign(coded) * ((1 + mu) ** np.abs(coded) - 1) / mu
+    wide: np.ndarray = resample_poly(decoded, 2, 1).astype(np.float32)
+    return wide
+
+
+def local_call(path: Path) -> Call:
+    """A recording with a ``.txt`` (or an STM) of what was said beside it; word ends from
+    tiny.en beam 5."""
+    stm = path.with_suffix(".stm")
+    if path.with_suffix(".txt").exists():
+        said = path.with_suffix(".txt").read_text()
+    else:
+        said = " ".join(" ".join(line.split()[5:]) for line in stm.read_text().splitlines())
+    samples = load_audio(path).astype(np.float32)
+    return Call(samples, normalized(said), _offline_ends(samples), path.stem)
+
+
+def _offline_ends(samples: np.ndarray) -> list[tuple[str, float]]:
     from heard.asr.whisper import WhisperOptions, load_model
 
     model = load_model(WhisperOptions()).whisper
-    out = {}
-    for beam in (1, 5):
-        segments, _ = model.transcribe(call.samples, language="en", beam_size=beam,
-                                       condition_on_previous_text=False)  # fmt: skip
-        text = strip_punctuation(" ".join(s.text for s in segments))
-        out[f"beam{beam}"] = round(jiwer.wer(call.truth, text), 3)
+    segments, _ = model.transcribe(samples, language="en", beam_size=5, word_timestamps=True,
+                                   condition_on_previous_text=False)  # fmt: skip
+    ends = [(normalized(w.word), w.end) for s in segments for w in s.words or ()]
+    return [(w, e) for w, e in ends if w]
+
+
+def call_sets(names: list[str], real: Path | None) -> dict[str, list[Call]]:
+    sets: dict[str, list[Call]] = {}
+    for name in names:
+        if name == "room":
+            sets[name] = [ami_call(n) for n in ROOM]
+        elif name == "phone":
+            sets[name] = [ami_call(n, phone=True) for n in PHONE]
+        elif name == "mix":
+            sets[name] = [make_call()]
+        else:
+            raise SystemExit(f"unknown set {name!r}: room, phone or mix")
+    if real is not None:
+        found = sorted(p for p in real.iterdir()
+                       if p.suffix in (".wav", ".flac") and _transcribed(p))  # fmt: skip
+        if not found:
+            raise SystemExit(f"{real}: no .wav or .flac with a .txt or .stm beside it")
+        sets["real"] = [local_call(p) for p in found]
+    return sets
+
+
+def _transcribed(path: Path) -> bool:
+    return path.with_suffix(".txt").exists() or path.with_suffix(".stm").exists()
+
+
+def pooled_wer(pairs: list[tuple[str, str]]) -> float:
+    """Errors over words said, over every (said, heard) pair."""
+    said = [normalized(a) for a, _ in pairs]
+    heard = [normalized(b) for _, b in pairs]
+    found = jiwer.process_words(said, heard)
+    return round(found.wer, 3)
+
+
+def offline_texts(calls: list[Call]) -> dict[str, dict[str, str]]:
+    """What tiny.en offline hears in each whole call, greedy ("beam1", as the streams decode)
+    and with beam 5, faster-whisper's other settings as they ship."""
+    from heard.asr.whisper import WhisperOptions, load_model
+
+    model = load_model(WhisperOptions()).whisper
+    out: dict[str, dict[str, str]] = {}
+    for call in calls:
+        for beam in (1, 5):
+            # as faster-whisper runs by default (temperature fallback, previous text)
+            segments, _ = model.transcribe(call.samples, language="en", beam_size=beam)
+            text = " ".join(s.text for s in segments)
+            out.setdefault(call.name, {})[f"beam{beam}"] = text
     return out
+
+
+def offline_wer(calls: list[Call], texts: dict[str, dict[str, str]]) -> dict[str, float]:
+    """Pooled WER of tiny.en offline on ``calls`` (with repeats, as streamed)."""
+    return {beam: pooled_wer([(c.truth, texts[c.name][beam]) for c in calls])
+            for beam in ("beam1", "beam5")}  # fmt: skip
 
 
 def _matched_ends(words: list[str], call: Call) -> list[float | None]:
@@ -208,18 +331,18 @@ async def live_client(url: str, pcm: bytes, start: float, call: Call) -> StreamR
                 kind = m.get("type")
                 if kind == "hypothesis":
                     turn = m["turn"]
-                    stable = strip_punctuation(m["stable"]).split()
+                    stable = normalized(m["stable"]).split()
                     old = stable_since.get(turn, [])
                     keep = 0
                     while keep < min(len(old), len(stable)) and old[keep][0] == stable[keep]:
                         keep += 1
                     stable_since[turn] = old[:keep] + [(w, at) for w in stable[keep:]]
-                    current[turn] = stable + strip_punctuation(m["unstable"]).split()
+                    current[turn] = stable + normalized(m["unstable"]).split()
                     open_words = [w for ws_ in current.values() for w in ws_]
                     shown.append((at, " ".join(finals).split() + open_words))
                 elif kind == "final":
                     turn = m["turn"]
-                    words = strip_punctuation(m["text"]).split()
+                    words = normalized(m["text"]).split()
                     since = stable_since.pop(turn, [])
                     current.pop(turn, None)
                     for i, w in enumerate(words):
@@ -244,37 +367,65 @@ async def live_client(url: str, pcm: bytes, start: float, call: Call) -> StreamR
     return scored
 
 
-def run_heard(call: Call, counts: list[int]) -> dict[int, dict[str, Any]]:
-    pcm_audio = (np.clip(call.samples, -1, 1) * 32767).astype("<i2").tobytes()
-    pcm = pcm_audio + b"\x00\x00" * int(TAIL_SILENCE_S * SAMPLE_RATE)
+def _pcm(call: Call) -> bytes:
+    pcm_audio: bytes = (np.clip(call.samples, -1, 1) * 32767).astype("<i2").tobytes()
+    return pcm_audio + b"\x00\x00" * int(TAIL_SILENCE_S * SAMPLE_RATE)
+
+
+def run_heard(
+    calls: list[Call], counts: list[int], offline: dict[str, dict[str, str]]
+) -> dict[int, dict[str, Any]]:
     users = [f"mic{i}" for i in range(max(counts))]
     out = {}
     with serving(users) as (host, tokens, pid):
         # warm up: the model loads on the first stream
-        asyncio.run(_clients(host, tokens, users[:1], pcm[: 2 * SAMPLE_RATE * 2], call))
+        warm = Call(calls[0].samples[: 2 * SAMPLE_RATE], "", [], "warm-up")
+        asyncio.run(_clients(host, tokens, users[:1], [warm]))
         for n in counts:
             before = cpu_seconds(pid)
-            results = asyncio.run(_clients(host, tokens, users[:n], pcm, call))
+            results, mine = [], []
+            for group in rounds(calls, n):  # fewer streams than calls: every call, in turns
+                results += asyncio.run(_clients(host, tokens, users[:n], group))
+                mine += group
             cpu = cpu_seconds(pid) - before
-            out[n] = _summary(results, call, cpu)
+            out[n] = _summary(results, mine, cpu, offline)
             print(f"  heard {n:2d} streams: {_line(out[n])}", file=sys.stderr)
     return out
 
 
+def rounds(calls: list[Call], n: int) -> list[list[Call]]:
+    """What ``n`` streams play: call i mod K on stream i, in as many turns as it takes to play
+    every call once (1 stream: each call in turn)."""
+    turns = max(1, -(-len(calls) // n))
+    return [[calls[(t * n + i) % len(calls)] for i in range(n)] for t in range(turns)]
+
+
+def offsets(n: int) -> list[float]:
+    """When each of ``n`` streams starts, after the first: spread over one second."""
+    return [i / n for i in range(n)]
+
+
 async def _clients(
-    host: str, tokens: dict[str, str], users: list[str], pcm: bytes, call: Call
+    host: str, tokens: dict[str, str], users: list[str], calls: list[Call]
 ) -> list[StreamResult]:
     start = time.monotonic() + 0.5
     await asyncio.sleep(0)
-    tasks = [live_client(f"ws://{host}/v1/live?token={tokens[u]}&speaker={u}", pcm, start, call)
-             for u in users]  # fmt: skip
+    tasks = [live_client(f"ws://{host}/v1/live?token={tokens[u]}&speaker={u}", _pcm(call),
+                         start + lead, call)
+             for u, call, lead in zip(users, calls, offsets(len(users)), strict=True)]  # fmt: skip
     return list(await asyncio.gather(*tasks))
 
 
-def _summary(results: list[StreamResult], call: Call, cpu_s: float) -> dict[str, Any]:
+def _summary(
+    results: list[StreamResult],
+    calls: list[Call],
+    cpu_s: float,
+    offline: dict[str, dict[str, str]],
+) -> dict[str, Any]:
     lags = [x for r in results for x in r.lags]
     commits = [x for r in results for x in r.commits]
-    wers = [jiwer.wer(call.truth, r.text) if r.text else 1.0 for r in results]
+    wers = [jiwer.wer(c.truth, normalized(r.text) or "-") for r, c in zip(results, calls,
+                                                                         strict=True)]  # fmt: skip
     return {
         "streams": len(results),
         "lag_p50_s": round(nearest_rank(lags, 50), 2),
@@ -283,20 +434,21 @@ def _summary(results: list[StreamResult], call: Call, cpu_s: float) -> dict[str,
         "tail_max_s": round(max(r.tail_s for r in results), 2),
         "commit_p50_s": round(nearest_rank(commits, 50), 2),
         "commit_p95_s": round(nearest_rank(commits, 95), 2),
-        "wer_mean": round(float(np.mean(wers)), 3),
-        "cpu_per_audio_s": round(cpu_s / (len(results) * call.seconds), 3),
+        "wer": pooled_wer([(c.truth, r.text) for r, c in zip(results, calls, strict=True)]),
+        "offline_wer": offline_wer(calls, offline)["beam1"],
+        "cpu_per_audio_s": round(cpu_s / sum(c.seconds for c in calls), 3),
         "steps": results[0].steps,
         "wers": [round(w, 3) for w in wers],
         "latest_shown": max(results, key=lambda r: max(r.lags, default=0)).late,
-        "worst": max(results, key=lambda r: jiwer.wer(call.truth, r.text) if r.text else 1).text,
     }
 
 
 def _line(s: dict[str, Any]) -> str:
     return (f"lag p50 {s['lag_p50_s']} p95 {s['lag_p95_s']} max {s['lag_max_s']} s, "
             f"tail {s['tail_max_s']} s, "
-            f"commit p50 {s['commit_p50_s']} p95 {s['commit_p95_s']} s, WER {s['wer_mean']}, "
-            f"CPU {s['cpu_per_audio_s']} s/s")  # fmt: skip
+            f"commit p50 {s['commit_p50_s']} p95 {s['commit_p95_s']} s, WER {s['wer']}, "
+            f"(offline {s['offline_wer']}), CPU {s['cpu_per_audio_s']} s/s, "
+            f"steps {[ms for _, ms in s['steps']]}")  # fmt: skip
 
 
 # -- the peer: whisper_streaming's online processor, one process per stream -----------------
@@ -326,28 +478,37 @@ def _peer_stream(samples: np.ndarray, start: float, queue: Any) -> None:
         done, pending = online.step(samples[fed:available])
         fed = available
         at = time.time() - start
-        committed += [(at, strip_punctuation(t)) for _, _, t in done if strip_punctuation(t)]
-        shown.append((at, [w for _, w in committed] + strip_punctuation(" ".join(pending)).split()))
+        committed += [(at, w) for _, _, t in done for w in normalized(t).split()]
+        shown.append((at, [w for _, w in committed] + normalized(" ".join(pending)).split()))
     at = time.time() - start
-    committed += [(at, strip_punctuation(t)) for _, _, t in online.finish() if strip_punctuation(t)]
-    queue.put((shown, committed, time.process_time() - cpu0))
+    committed += [(at, w) for _, _, t in online.finish() for w in normalized(t).split()]
+    queue.put((start, shown, committed, time.process_time() - cpu0))
 
 
-def run_peer(call: Call, counts: list[int]) -> dict[int, dict[str, Any]]:
+def run_peer(
+    calls: list[Call], counts: list[int], offline: dict[str, dict[str, str]]
+) -> dict[int, dict[str, Any]]:
     ctx = mp.get_context("spawn")
     out = {}
     for n in counts:
-        queue = ctx.Queue()
-        start = time.time() + 8.0  # the processes load their models first
-        procs = [ctx.Process(target=_peer_stream, args=(call.samples, start, queue))
-                 for _ in range(n)]  # fmt: skip
-        for p in procs:
-            p.start()
-        got = [queue.get(timeout=600) for _ in procs]
-        for p in procs:
-            p.join()
-        results = [_score(shown, committed, call, call.seconds) for shown, committed, _ in got]
-        out[n] = _summary(results, call, sum(cpu for _, _, cpu in got))
+        results: list[StreamResult] = []
+        mine: list[Call] = []
+        cpu = 0.0
+        for group in rounds(calls, n):
+            queue = ctx.Queue()
+            start = time.time() + 8.0  # the processes load their models first
+            procs = [ctx.Process(target=_peer_stream, args=(call.samples, start + lead, queue))
+                     for call, lead in zip(group, offsets(n), strict=True)]  # fmt: skip
+            for p in procs:
+                p.start()
+            got = sorted((queue.get(timeout=900) for _ in procs), key=lambda g: g[0])
+            for p in procs:
+                p.join()
+            for (_, shown, committed, _), call in zip(got, group, strict=True):
+                results.append(_score(shown, committed, call, call.seconds))
+            mine += group
+            cpu += sum(c for *_, c in got)
+        out[n] = _summary(results, mine, cpu, offline)
         print(f"  LA-2  {n:2d} streams: {_line(out[n])}", file=sys.stderr)
     return out
 
@@ -361,43 +522,61 @@ def sustained(rows: dict[int, dict[str, Any]], lag: str = "lag_p95_s") -> int:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--streams", default="1,2,4,8,16")
+    parser.add_argument(
+        "--sets",
+        default="room,phone,mix",
+        help="which calls: room, phone, mix (default: all three)",
+    )
+    parser.add_argument("--streams", default="1,4,8,16")
+    parser.add_argument(
+        "--real",
+        type=Path,
+        metavar="DIR",
+        help="also stream the recordings in DIR (each with a .txt or .stm)",
+    )
     parser.add_argument("--no-peer", action="store_true", help="heard only")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.streams.split(",")]
-    call = make_call()
-    print(f"call: {call.seconds:.1f} s, {len(call.truth.split())} words", file=sys.stderr)
-    result: dict[str, Any] = {
-        "call_s": round(call.seconds, 1),
-        "cores": os.cpu_count(),
-        "offline_wer": offline_wer(call),
-        "heard": run_heard(call, counts),
-    }
-    if not args.no_peer:
-        result["localagreement2"] = run_peer(call, counts)
+    result: dict[str, Any] = {"cores": os.cpu_count(), "sets": {}}
+    for name, calls in call_sets(args.sets.split(","), args.real).items():
+        seconds = sum(c.seconds for c in calls)
+        words = sum(len(c.truth.split()) for c in calls)
+        print(f"{name}: {len(calls)} calls, {seconds:.1f} s, {words} words", file=sys.stderr)
+        texts = offline_texts(calls)
+        found: dict[str, Any] = {
+            "calls": [c.name for c in calls],
+            "seconds": round(seconds, 1),
+            "words": words,
+            "offline_wer": offline_wer(calls, texts),
+            "heard": run_heard(calls, counts, texts),
+        }
+        if not args.no_peer:
+            found["localagreement2"] = run_peer(calls, counts, texts)
+        result["sets"][name] = found
     if args.json:
         print(json.dumps(result, indent=1))
         return result
-    print(
-        f"call {result['call_s']} s on {result['cores']} cores; offline tiny.en WER "
-        f"{result['offline_wer']['beam1']} (greedy), {result['offline_wer']['beam5']} (beam 5)"
-    )
-    header = (f"{'system':8} {'N':>3} {'lag p50':>8} {'p95':>6} {'max':>6} {'tail':>6} "
-              f"{'commit p50':>11} {'p95':>6} {'WER':>6} {'CPU s/s':>8}")  # fmt: skip
-    print(header)
-    for system in ("heard", "localagreement2"):
-        for n, r in result.get(system, {}).items():
-            cells = [r[k] for k in ("lag_p50_s", "lag_p95_s", "lag_max_s", "tail_max_s")]
-            cells += [r[k] for k in ("commit_p50_s", "commit_p95_s", "wer_mean")]
-            widths = [8, 6, 6, 6, 11, 6, 6]
-            row = " ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
-            print(f"{system[:8]:8} {n:>3} {row} {r['cpu_per_audio_s']:>8}")
-    for system in ("heard", "localagreement2"):
-        if system in result:
-            strict = sustained(result[system], "lag_max_s")
-            print(f"{system} sustains {sustained(result[system])} streams (lag p95 <= 2 s, "
-                  f"tail <= 3 s); {strict} with every word's lag <= 2 s")  # fmt: skip
+    for name, found in result["sets"].items():
+        offline = found["offline_wer"]
+        print(f"\n{name}: {', '.join(found['calls'])} ({found['seconds']} s, {found['words']} "
+              f"words) on {result['cores']} cores; offline tiny.en WER {offline['beam1']} "
+              f"(greedy), {offline['beam5']} (beam 5)")  # fmt: skip
+        print(f"{'system':8} {'N':>3} {'lag p50':>8} {'p95':>6} {'max':>6} {'tail':>6} "
+              f"{'commit p50':>11} {'p95':>6} {'WER':>6} {'offline':>8} "
+              f"{'CPU s/s':>8}")  # fmt: skip
+        for system in ("heard", "localagreement2"):
+            for n, r in found.get(system, {}).items():
+                cells = [r[k] for k in ("lag_p50_s", "lag_p95_s", "lag_max_s", "tail_max_s")]
+                cells += [r[k] for k in ("commit_p50_s", "commit_p95_s", "wer", "offline_wer")]
+                widths = [8, 6, 6, 6, 11, 6, 6, 8]
+                row = " ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+                print(f"{system[:8]:8} {n:>3} {row} {r['cpu_per_audio_s']:>8}")
+        for system in ("heard", "localagreement2"):
+            if system in found:
+                strict = sustained(found[system], "lag_max_s")
+                print(f"{system} sustains {sustained(found[system])} streams (lag p95 <= 2 s, "
+                      f"tail <= 3 s); {strict} with every word's lag <= 2 s")  # fmt: skip
     return result
 
 

@@ -14,7 +14,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heard.asr.commits import WordCommits
+from heard.asr.commits import SETTLED_S, WordCommits
 from heard.speech import Word
 
 VOCABULARY = "the plan is to ship it on friday so we can test with ten users first".split()
@@ -74,7 +74,8 @@ def test_the_committed_words_are_the_speech_each_once(seed: int, n: int) -> None
     stop = truth[-1].end + 0.5
     while end < stop:
         end += rng.choice([0.5, 1.0, 1.0, 2.0])  # the step, as the pacer sets it
-        done, _ = commits.agree(reread(truth, start, end, rng))
+        settled = end if rng.random() < 0.7 else None  # as a stream decodes, or agreement only
+        done, _ = commits.agree(reread(truth, start, end, rng), heard_to=settled)
         said += done
         assert all(a.text == b.text for a, b in zip(said, truth, strict=False)), "in order"
         found = commits.cut_at(pauses(truth, start, end))
@@ -93,6 +94,21 @@ def test_words_two_decodes_agree_on_are_committed_and_the_rest_waits() -> None:
     assert [w.text for w in done] == ["Ask", "not,"], "the normalized word rule"
     assert [w.text for w in pending] == ["what"]
     assert commits.cut_s == 0.7
+
+
+def test_a_word_heard_with_a_second_after_it_is_committed_from_one_decode() -> None:
+    """A loaded server's 2 s steps: agreement alone would commit "ask" at the second decode,
+    4 s after it was said; it ends 1.2 s before the first decode's end, so that decode commits
+    it, and "not", 0.8 s before the end, waits. The next decode reads it otherwise ("knot"):
+    no agreement, but it has heard 2.8 s after it."""
+    commits = WordCommits()
+    first = [Word(0.4, 0.8, "ask"), Word(1.0, 1.2, "not"), Word(1.3, 1.9, "what")]
+    assert commits.agree(first, heard_to=2.0) == (first[:1], first[1:])
+    assert SETTLED_S == 1.0
+    second = [Word(0.4, 0.8, "ask"), Word(1.0, 1.2, "knot"), Word(1.3, 1.9, "what"),
+              Word(3.2, 3.5, "your")]  # fmt: skip
+    assert commits.agree(second, heard_to=4.0) == (second[1:3], second[3:])
+    assert WordCommits().agree(first)[0] == [], "without heard_to: agreement only"
 
 
 def test_the_end_of_a_cut_word_heard_again_is_not_said_twice() -> None:

@@ -9,7 +9,13 @@ import pytest
 
 from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.asr.decoder import BufferDecoder, Request, _unlooped, context_seconds
-from heard.asr.service import BUSY_ABOVE, DecodeService, SharedPace
+from heard.asr.service import (
+    BUSY_ABOVE,
+    NARROW_BELOW,
+    PACE_STEPS_MS,
+    DecodeService,
+    SharedPace,
+)
 from heard.asr.whisper import WhisperOptions, load_model
 from heard.speech import Segment
 from tests.conftest import AUDIO
@@ -82,29 +88,50 @@ def test_the_service_hands_each_stream_its_own_reading(jfk: np.ndarray) -> None:
     service.close()
 
 
-def test_the_shared_pace_widens_every_stream_under_load_and_narrows_back() -> None:
-    pace = SharedPace(min_ms=1000, max_ms=4000, window_s=4.0, step_ms=1000, _window_start=0.0)
+def test_the_shared_pace_sets_the_shortest_step_the_workers_keep_up_with() -> None:
+    """The step is the rung at which the streams that asked, at what their decodes cost,
+    keep the workers under BUSY_ABOVE: reached in one window, not by doubling one window at
+    a time; it narrows one rung per two light windows, never below the first."""
+    pace = SharedPace(workers=2, window_s=2.0, _window_start=0.0)
     t = 0.0
 
-    def window(load: float) -> int | None:
+    def window(streams: int, cost_s: float) -> int | None:
+        """Each of ``streams`` decodes once in each of two 1 s rounds, at ``cost_s`` each."""
         nonlocal t
         moved = None
-        for _ in range(4):  # four rounds of a second each
+        for _ in range(2):
             t += 1.0
-            moved = pace.observe(load, t) or moved
+            moved = pace.observe(streams * cost_s, t, decodes=streams,
+                                 streams=range(streams)) or moved  # fmt: skip
         return moved
 
-    assert window(0.5) is None
-    assert window(BUSY_ABOVE + 0.05) == 2000, "one busy window widens the step"
-    assert window(BUSY_ABOVE + 0.05) == 4000
-    assert window(BUSY_ABOVE + 0.05) is None, "at most 4 s"
-    assert window(0.2) is None, "one idle window is not enough"
-    assert window(0.2) == 2000
-    assert window(0.6) is None, "between the marks: stay"
-    assert window(0.2) is None
-    assert window(0.2) == 1000
-    assert window(0.0) is None, "never below the first step"
-    assert pace.step_ms == 1000
+    assert pace.step_ms == PACE_STEPS_MS[0] == 500
+    assert window(1, 0.2) is None, "one stream: 0.2 of the workers at 500 ms"
+    # 8 streams at 0.2 s a decode: 1.6 workers at 500 ms, 1.07 at 750, 0.8 at 1 s
+    assert window(8, 0.2) == 1000, "straight to the rung the load needs"
+    assert BUSY_ABOVE == 0.8
+    assert window(8, 0.2) is None, "and it stays there"
+    assert window(8, 0.25) == 1250
+    assert window(100, 0.25) == 4000, "at most 4 s"
+    assert window(2, 0.2) is None, "one light window is not enough"
+    assert window(2, 0.2) == 3000, "then one rung down"
+    for _ in range(12):  # two windows a rung: 2000, 1500, 1250, 1000, 750, 500
+        window(2, 0.2)
+    # 2 streams at 0.2 s: 0.4 of the workers at 500 ms, under NARROW_BELOW
+    assert pace.step_ms == 500
+    assert window(0, 0.0) is None and window(0, 0.0) is None, "never below the first step"
+    assert window(3, 0.3) == 750, "0.9 at 500 ms does not keep up, 0.6 at 750 ms does"
+
+
+def test_a_step_narrows_only_where_it_would_not_widen_again() -> None:
+    """At 1 s, 4 streams at 0.15 s a decode keep 0.3 of two workers busy; at 750 ms they
+    would keep 0.4 (narrow); 8 of them, 0.8 at 750 ms: over NARROW_BELOW, so it stays."""
+    for streams, expected in ((4, 750), (8, 1000)):
+        pace = SharedPace(workers=2, window_s=1.0, step_ms=1000, _window_start=0.0)
+        for k in range(1, 3):
+            pace.observe(streams * 0.15, float(k), decodes=streams, streams=range(streams))
+        assert pace.step_ms == expected
+    assert 0.4 < NARROW_BELOW < 0.8
 
 
 def test_only_a_repeat_that_runs_to_the_end_is_a_loop() -> None:

@@ -49,7 +49,7 @@ Without timestamps and these guards, 1-2 s of silence made tiny.en loop on 3 of 
 prefixes."""
 
 TOKENS_PER_S = 12
-"""Generation stops after this many tokens per second of context (and 16 more): fast speech is
+"""Generation stops after this many tokens per second of audio the context holds (and 16 more): fast speech is
 about 4 words, 6 tokens, a second; a loop is cut off well before Whisper's 224."""
 
 _MAX_CONTEXT_S = 30
@@ -66,6 +66,11 @@ def context_seconds(duration_s: float) -> int:
     a ``CONTEXT_STEP_S`` step, at most Whisper's 30 s."""
     steps = math.ceil((duration_s + TAIL_S) / CONTEXT_STEP_S)
     return min(_MAX_CONTEXT_S, CONTEXT_STEP_S * max(1, steps))
+
+
+def _audio_s(context_s: int) -> float:
+    """The most audio a buffer in ``context_s`` holds (the rest is the silence after it)."""
+    return max(CONTEXT_STEP_S, context_s - TAIL_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +142,11 @@ class BufferDecoder:
             prompts,
             beam_size=1,
             # the prompt counts, in CTranslate2's length; Whisper's text context is 448. From the
-            # group's context and prompt length, so a batch generates what each would alone
-            max_length=min(448, len(prompts[0]) + 16 + TOKENS_PER_S * context_s),
+            # group's context and prompt length, so a batch generates what each would alone;
+            # only the audio part of the context (not the silence after it) is budgeted: what
+            # Whisper says past the buffer's end is cut off anyway, and on real conversation it
+            # made up clauses there, 12% of the decoding time (bench/capacity.py)
+            max_length=min(448, len(prompts[0]) + 16 + round(TOKENS_PER_S * _audio_s(context_s))),
             suppress_blank=True,
             suppress_tokens=[-1],
             max_initial_timestamp_index=50,

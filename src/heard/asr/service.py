@@ -10,10 +10,16 @@ N calls contending for the same cores. No stream waits more than one round behin
 the others: a stream has at most one request outstanding (its step waits for it), and each
 round takes every queued request up to ``max_batch``, in the order they came.
 
-The service also paces the streams together (``step_ms``): when its rounds keep it busy
-more than ``BUSY_ABOVE`` of the time, every stream's step doubles (up to 4 s), and when it
-is idle enough again they halve back, so load falls on all streams alike, not on the first
-unlucky one. Streams read ``step_ms`` before each step and tell their clients when it moves.
+The service also paces the streams together (``step_ms``). A word is committed about two
+steps after it is spoken, so the step is the latency, and it is as short as the cores
+allow: one of ``PACE_STEPS_MS`` (500 ms to 4 s), the shortest at which the streams that
+asked in the last window, at what a decode cost in it, keep the workers under
+``BUSY_ABOVE``. The step widens at once to the rung that load needs, and narrows one rung
+after two windows that say the shorter step would stay under ``NARROW_BELOW``. Load falls
+on all streams alike, not on the first unlucky one, and no more than it must: doubling
+from 1 s to 2 s and 4 s one busy window at a time, 8 streams of a real call committed words
+4-8 s late, where 1.25 s steps were enough (BENCHMARKS.md, capacity). Streams read
+``step_ms`` before each step and tell their clients when it moves.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from heard.speech import Segment
 
 __all__ = [
     "BUSY_ABOVE",
-    "IDLE_BELOW",
+    "NARROW_BELOW",
+    "PACE_STEPS_MS",
     "DecodeService",
     "Decoder",
     "DirectDecoder",
@@ -41,17 +48,24 @@ __all__ = [
     "shared_service",
 ]
 
-BUSY_ABOVE = 0.9
-"""A service busy more than this share of a pacing window widens every stream's step."""
+PACE_STEPS_MS = (500, 750, 1000, 1250, 1500, 2000, 3000, 4000)
+"""The steps a service's streams decode at, from the least loaded up."""
 
-IDLE_BELOW = 0.4
-"""Busy less than this (under half of BUSY_ABOVE: the halved step about doubles the load and
-must still keep up) for two windows in a row narrows it back."""
+BUSY_ABOVE = 0.8
+"""The share of their time the workers may be busy at the step chosen: over it, requests
+queue, and a queued request is a word committed later."""
+
+NARROW_BELOW = 0.6
+"""The step narrows to the next rung down only if the load there would stay under this, for
+two windows in a row: below ``BUSY_ABOVE``, so it does not widen again in the next."""
 
 
 class Decoder(Protocol):
-    def decode(self, language: str, requests: Sequence[Request]) -> list[list[Segment]]:
-        """Each request's segments (times from the start of its buffer), in order."""
+    def decode(
+        self, language: str, requests: Sequence[Request], *, stream: int = 0
+    ) -> list[list[Segment]]:
+        """Each request's segments (times from the start of its buffer), in order; ``stream``
+        names the stream asking, for a service that paces streams."""
         ...
 
 
@@ -68,42 +82,71 @@ class DirectDecoder:
             found = self._by_language[language] = BufferDecoder(self.model, language)
         return found
 
-    def decode(self, language: str, requests: Sequence[Request]) -> list[list[Segment]]:
+    def decode(
+        self, language: str, requests: Sequence[Request], *, stream: int = 0
+    ) -> list[list[Segment]]:
         return self.decoder(language).decode(requests)
 
 
 @dataclass
 class SharedPace:
-    """The step every stream of a service decodes at, from how busy the service is."""
+    """The step every stream of a service decodes at, from the load it puts on the workers:
+    each window, ``streams`` asked for decodes that cost ``busy_s / decodes`` seconds of a
+    worker each; at step ``s`` they would keep ``streams * cost / s`` workers busy."""
 
-    min_ms: int = 1000
-    max_ms: int = 4000
-    window_s: float = 4.0
-    step_ms: int = 1000
-    busy_windows: int = 0
-    idle_windows: int = 0
+    workers: int = 1
+    min_ms: int = PACE_STEPS_MS[0]
+    max_ms: int = PACE_STEPS_MS[-1]
+    window_s: float = 2.0
+    step_ms: int = PACE_STEPS_MS[0]
+    light_windows: int = 0
     last_load: float = 0.0
-    """The share of the last window the service was busy."""
+    """The share of the last window the workers were busy."""
     _window_start: float = field(default_factory=time.monotonic)
     _busy_s: float = 0.0
+    _decodes: int = 0
+    _streams: set[int] = field(default_factory=set)
 
-    def observe(self, busy_s: float, now: float) -> int | None:
-        """One round took ``busy_s``; at each window's end, returns the new step if it moved."""
+    @property
+    def steps(self) -> list[int]:
+        rungs = {s for s in PACE_STEPS_MS if self.min_ms <= s <= self.max_ms}
+        return sorted(rungs | {self.min_ms, self.max_ms})
+
+    def load_at(self, step_ms: int, streams: int, cost_s: float) -> float:
+        """The share of the workers' time ``streams`` decoding every ``step_ms`` would take."""
+        return streams * cost_s * 1000 / (step_ms * self.workers)
+
+    def observe(
+        self, busy_s: float, now: float, *, decodes: int = 1, streams: Sequence[int] = (0,)
+    ) -> int | None:
+        """A round took ``busy_s`` of one worker for ``decodes`` requests of ``streams``; at
+        each window's end, returns the new step if it moved."""
         self._busy_s += busy_s
+        self._decodes += decodes
+        self._streams.update(streams)
         elapsed = now - self._window_start
         if elapsed < self.window_s:
             return None
-        load = self.last_load = self._busy_s / elapsed
-        self._window_start, self._busy_s = now, 0.0
-        self.busy_windows = self.busy_windows + 1 if load > BUSY_ABOVE else 0
-        self.idle_windows = self.idle_windows + 1 if load < IDLE_BELOW else 0
-        if self.busy_windows >= 1 and self.step_ms < self.max_ms:
-            self.busy_windows = 0
-            self.step_ms = min(self.max_ms, self.step_ms * 2)
+        self.last_load = self._busy_s / (elapsed * self.workers)
+        cost = self._busy_s / max(1, self._decodes)
+        asking = len(self._streams)
+        self._window_start, self._busy_s, self._decodes, self._streams = now, 0.0, 0, set()
+        steps = self.steps
+        at = steps.index(self.step_ms) if self.step_ms in steps else 0
+        needed = next((i for i, s in enumerate(steps)
+                       if self.load_at(s, asking, cost) <= BUSY_ABOVE), len(steps) - 1)  # fmt: skip
+        if needed > at:
+            self.light_windows = 0
+            self.step_ms = steps[needed]
             return self.step_ms
-        if self.idle_windows >= 2 and self.step_ms > self.min_ms:
-            self.idle_windows = 0
-            self.step_ms = max(self.min_ms, self.step_ms // 2)
+        shorter = at - 1
+        if shorter >= 0 and self.load_at(steps[shorter], asking, cost) < NARROW_BELOW:
+            self.light_windows += 1
+        else:
+            self.light_windows = 0
+        if self.light_windows >= 2:
+            self.light_windows = 0
+            self.step_ms = steps[shorter]
             return self.step_ms
         return None
 
@@ -112,6 +155,7 @@ class SharedPace:
 class _Job:
     language: str
     request: Request
+    stream: int = 0
     done: Future[list[Segment]] = field(default_factory=Future)
 
 
@@ -119,11 +163,16 @@ class DecodeService:
     """One worker decoding every live stream's buffers, in rounds; ``close`` stops it."""
 
     def __init__(
-        self, model: LoadedModel, *, workers: int = 1, max_batch: int = 16, step_ms: int = 1000
+        self,
+        model: LoadedModel,
+        *,
+        workers: int = 1,
+        max_batch: int = 16,
+        step_ms: int = PACE_STEPS_MS[0],
     ) -> None:
         self.direct = DirectDecoder(model)
         self.max_batch = max_batch
-        self.pace = SharedPace(min_ms=step_ms, step_ms=step_ms)
+        self.pace = SharedPace(workers=workers, min_ms=step_ms, step_ms=step_ms)
         self.rounds = 0
         self.decoded = 0
         self._queue: list[_Job] = []
@@ -141,8 +190,12 @@ class DecodeService:
     def step_ms(self) -> int:
         return self.pace.step_ms
 
-    def decode(self, language: str, requests: Sequence[Request]) -> list[list[Segment]]:
-        jobs = [_Job(language, r) for r in requests]
+    def decode(
+        self, language: str, requests: Sequence[Request], *, stream: int = 0
+    ) -> list[list[Segment]]:
+        """Each request's segments; ``stream`` tells the pace whose they are (how many streams
+        ask is what the step is set for)."""
+        jobs = [_Job(language, r, stream) for r in requests]
         with self._ready:
             if self._closed:
                 raise RuntimeError("the decode service is closed")  # pragma: no cover
@@ -164,12 +217,18 @@ class DecodeService:
                     self._ready.wait()
                 if not self._queue:
                     return
-                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+                # a share of what waits, the rest for the other workers: each decodes its
+                # share as one batch, on its own core
+                share = min(self.max_batch, -(-len(self._queue) // len(self._workers)))
+                batch, self._queue = self._queue[:share], self._queue[share:]
+                if self._queue:
+                    self._ready.notify()
             started = time.monotonic()
             self._round(batch)
             now = time.monotonic()
-            with self._paced:  # busy time over all workers, as a share of their time
-                self.pace.observe((now - started) / len(self._workers), now)
+            with self._paced:
+                self.pace.observe(now - started, now, decodes=len(batch),
+                                  streams=[job.stream for job in batch])  # fmt: skip
 
     def _round(self, batch: list[_Job]) -> None:
         """Decode a round; whatever goes wrong reaches the streams it concerns, and a worker

@@ -2,10 +2,11 @@
 
 Every ``chunk_ms`` of audio the current buffer is decoded again (``heard.asr.decoder``: in
 the shortest Whisper context that holds it, with word times). What two consecutive decodes
-agree on is committed word by word (``heard.asr.commits``) and goes out as a ``final``
+agree on, and what a decode heard with a second of audio after it, is committed word by
+word (``heard.asr.commits``) and goes out as a ``final``
 inside continuous speech; the rest goes out as the ``partial``. Once the buffer is longer
 than ``trim_s`` it is cut in a pause after the last committed word, so a word is final about
-two steps after it is spoken and each step decodes a few seconds of audio however long
+a second or two after it is spoken and each step decodes a few seconds of audio however long
 someone talks. No prompt: a bad decode is never fed back. Silero VAD on the buffer decides
 when an utterance ended (``end_silence_ms`` of silence after speech): its last decode's new
 words are the endpoint ``final``. A buffer that reaches ``max_utterance_s`` with nothing
@@ -248,7 +249,7 @@ class WhisperStreamingRecognizer:
         # remembers, not the ones said (a famous line doubled at 1 s steps); a bad decode is
         # never fed back (heard.asr.whisper's rule for files too)
         request = Request(audio, word_timestamps=True)
-        segments = self._decoder.decode(language, [request])[0]
+        segments = self._decoder.decode(language, [request], stream=id(self))[0]
         at = self._utt_start / SAMPLE_RATE
         return [
             Word(round(at + w.start, 3), round(at + w.end, 3), w.text, w.probability)
@@ -288,7 +289,7 @@ class WhisperStreamingRecognizer:
             else:
                 words = self._decode(buffer)
                 self._heard_to = audio_end
-                done, pending = self._commits.agree(words)
+                done, pending = self._commits.agree(words, heard_to=audio_end / SAMPLE_RATE)
                 if len(buffer) / SAMPLE_RATE >= o.max_utterance_s and len(pending) > 1:
                     # nothing agreed for a whole window: all but the last word is final
                     done += self._commits.endpoint(pending[:-1])
