@@ -89,49 +89,52 @@ def test_the_service_hands_each_stream_its_own_reading(jfk: np.ndarray) -> None:
 
 
 def test_the_shared_pace_sets_the_shortest_step_the_workers_keep_up_with() -> None:
-    """The step is the rung at which the streams that asked, at what their decodes cost,
-    keep the workers under BUSY_ABOVE: reached in one window, not by doubling one window at
-    a time; it narrows one rung per two light windows, never below the first."""
+    """The step is the rung at which the last window's load, scaled to it, stays under
+    BUSY_ABOVE: reached in one window, not by doubling one window at a time; it narrows one
+    rung per two light windows, never below the first."""
     pace = SharedPace(workers=2, window_s=2.0, _window_start=0.0)
     t = 0.0
 
-    def window(streams: int, cost_s: float) -> int | None:
-        """Each of ``streams`` decodes once in each of two 1 s rounds, at ``cost_s`` each."""
+    def window(load: float) -> int | None:
+        """Two 1 s rounds that keep the two workers ``load`` busy."""
         nonlocal t
         moved = None
         for _ in range(2):
             t += 1.0
-            moved = pace.observe(streams * cost_s, t, decodes=streams,
-                                 streams=range(streams)) or moved  # fmt: skip
+            moved = pace.observe(2 * load, t) or moved
         return moved
 
     assert pace.step_ms == PACE_STEPS_MS[0] == 500
-    assert window(1, 0.2) is None, "one stream: 0.2 of the workers at 500 ms"
-    # 8 streams at 0.2 s a decode: 1.6 workers at 500 ms, 1.07 at 750, 0.8 at 1 s
-    assert window(8, 0.2) == 1000, "straight to the rung the load needs"
-    assert BUSY_ABOVE == 0.8
-    assert window(8, 0.2) is None, "and it stays there"
-    assert window(8, 0.25) == 1250
-    assert window(100, 0.25) == 4000, "at most 4 s"
-    assert window(2, 0.2) is None, "one light window is not enough"
-    assert window(2, 0.2) == 3000, "then one rung down"
-    for _ in range(12):  # two windows a rung: 2000, 1500, 1250, 1000, 750, 500
-        window(2, 0.2)
-    # 2 streams at 0.2 s: 0.4 of the workers at 500 ms, under NARROW_BELOW
+    assert BUSY_ABOVE == 0.85
+    assert window(0.8) is None, "under the mark: stay"
+    assert window(1.0) == 750, "1.0 at 500 ms is 0.67 at 750 ms"
+    assert window(1.0) == 1000
+    assert window(1.0) == 1250, "one rung, not doubled: 2 s steps commit words at 4 s"
+    assert window(1.0) == 1500
+    pace.step_ms = 1000
+    assert window(1.6) == 2000, "1.6 at 1 s is 0.8 at 2 s: straight there"
+    assert window(1.0) == 3000
+    assert window(1.0) == 4000 and window(1.0) is None, "at most 4 s"
+    assert window(0.2) is None, "one light window is not enough"
+    assert window(0.2) == 3000, "then one rung down"
+    # 0.45 at 3 s is 0.675 at 2 s: over NARROW_BELOW, and 2 s would soon widen again
+    assert window(0.45) is None and window(0.45) is None
+    assert window(0.35) is None and window(0.35) == 2000
+    for _ in range(12):  # two windows a rung: 1500, 1250, 1000, 750, 500
+        window(0.1)
     assert pace.step_ms == 500
-    assert window(0, 0.0) is None and window(0, 0.0) is None, "never below the first step"
-    assert window(3, 0.3) == 750, "0.9 at 500 ms does not keep up, 0.6 at 750 ms does"
+    assert window(0.0) is None and window(0.0) is None, "never below the first step"
 
 
 def test_a_step_narrows_only_where_it_would_not_widen_again() -> None:
-    """At 1 s, 4 streams at 0.15 s a decode keep 0.3 of two workers busy; at 750 ms they
-    would keep 0.4 (narrow); 8 of them, 0.8 at 750 ms: over NARROW_BELOW, so it stays."""
-    for streams, expected in ((4, 750), (8, 1000)):
+    """At 1 s a load of 0.4 is 0.53 at 750 ms (narrow); 0.5 would be 0.67 there: over
+    NARROW_BELOW, so it stays."""
+    for load, expected in ((0.4, 750), (0.5, 1000)):
         pace = SharedPace(workers=2, window_s=1.0, step_ms=1000, _window_start=0.0)
         for k in range(1, 3):
-            pace.observe(streams * 0.15, float(k), decodes=streams, streams=range(streams))
+            pace.observe(2 * load, float(k))
         assert pace.step_ms == expected
-    assert 0.4 < NARROW_BELOW < 0.8
+    assert 0.53 < NARROW_BELOW < 0.67
 
 
 def test_only_a_repeat_that_runs_to_the_end_is_a_loop() -> None:

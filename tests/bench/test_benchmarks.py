@@ -316,6 +316,35 @@ def test_capacity_benchmark_scores_lag_commits_and_the_bar() -> None:
     assert bench.sustained(rows, "lag_max_s") == 1
 
 
+def test_capacity_benchmark_streams_real_calls_scored_against_what_was_said() -> None:
+    """The real sets: AMI's own words, fillers left out on both sides; every call played at
+    every N (turns when N is smaller); streams staggered over a second; the telephone line
+    carries nothing above 3.4 kHz and 8 bits a sample."""
+    import numpy as np
+    from scipy.signal import welch
+
+    bench = load("capacity")
+    call = bench.ami_call("ami-dev00")
+    assert call.truth.startswith("okay well i think we're ready to begin")
+    assert "um" not in call.truth.split() and len(call.truth.split()) > 50
+    assert call.word_ends[0] == ("okay", 2.49), "AMI's times, not a recognizer's"
+    assert bench.normalized("Um, the to-do list. Uh-huh!") == "the to do list"
+    assert bench.pooled_wer([("a b c d", "a b c d"), ("a b", "a x")]) == round(1 / 6, 3)
+    calls = [bench.Call(np.zeros(16), str(i), [], str(i)) for i in range(4)]
+    assert [[c.name for c in turn] for turn in bench.rounds(calls, 1)] == [["0"], ["1"], ["2"],
+                                                                           ["3"]]  # fmt: skip
+    assert [c.name for c in bench.rounds(calls, 8)[0]] == list("01230123")
+    assert len(bench.rounds(calls, 4)) == 1
+    assert bench.offsets(4) == [0.0, 0.25, 0.5, 0.75]
+    phone = bench.ami_call("ami-dev00", phone=True)
+    assert phone.truth == call.truth and abs(len(phone.samples) - len(call.samples)) <= 1
+    freqs, power = welch(phone.samples, fs=16_000, nperseg=1024)
+    _, before = welch(call.samples, fs=16_000, nperseg=1024)
+    above = power[freqs > 4200].sum() / power.sum()
+    assert above < before[freqs > 4200].sum() / before.sum() / 50, "nothing above the band"
+    assert {s.name for s in bench.call_sets(["room"], None)["room"]} == set(bench.ROOM)
+
+
 def test_the_whisper_streaming_peer_commits_what_two_transcriptions_agree_on() -> None:
     import numpy as np
 

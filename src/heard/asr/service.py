@@ -10,16 +10,15 @@ N calls contending for the same cores. No stream waits more than one round behin
 the others: a stream has at most one request outstanding (its step waits for it), and each
 round takes every queued request up to ``max_batch``, in the order they came.
 
-The service also paces the streams together (``step_ms``). A word is committed about two
-steps after it is spoken, so the step is the latency, and it is as short as the cores
-allow: one of ``PACE_STEPS_MS`` (500 ms to 4 s), the shortest at which the streams that
-asked in the last window, at what a decode cost in it, keep the workers under
-``BUSY_ABOVE``. The step widens at once to the rung that load needs, and narrows one rung
+The service also paces the streams together (``step_ms``). A word is committed at most two
+steps after it is spoken (sooner once a decode has heard a second after it), so the step
+bounds the latency, and it is as short as the cores allow: one of ``PACE_STEPS_MS`` (500 ms
+to 4 s), the shortest at which the last window's load, scaled to that step, keeps the
+workers under ``BUSY_ABOVE``. The step widens at once to that rung, and narrows one rung
 after two windows that say the shorter step would stay under ``NARROW_BELOW``. Load falls
-on all streams alike, not on the first unlucky one, and no more than it must: doubling
-from 1 s to 2 s and 4 s one busy window at a time, 8 streams of a real call committed words
-4-8 s late, where 1.25 s steps were enough (BENCHMARKS.md, capacity). Streams read
-``step_ms`` before each step and tell their clients when it moves.
+on all streams alike, not on the first unlucky one, and by small steps: doubling from 1 s
+to 2 s and 4 s, 8 streams of a real phone call committed words 8.6 s late (p50; issue 43).
+Streams read ``step_ms`` before each step and tell their clients when it moves.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ __all__ = [
 PACE_STEPS_MS = (500, 750, 1000, 1250, 1500, 2000, 3000, 4000)
 """The steps a service's streams decode at, from the least loaded up."""
 
-BUSY_ABOVE = 0.8
+BUSY_ABOVE = 0.85
 """The share of their time the workers may be busy at the step chosen: over it, requests
 queue, and a queued request is a word committed later."""
 
@@ -61,11 +60,8 @@ two windows in a row: below ``BUSY_ABOVE``, so it does not widen again in the ne
 
 
 class Decoder(Protocol):
-    def decode(
-        self, language: str, requests: Sequence[Request], *, stream: int = 0
-    ) -> list[list[Segment]]:
-        """Each request's segments (times from the start of its buffer), in order; ``stream``
-        names the stream asking, for a service that paces streams."""
+    def decode(self, language: str, requests: Sequence[Request]) -> list[list[Segment]]:
+        """Each request's segments (times from the start of its buffer), in order."""
         ...
 
 
@@ -82,17 +78,16 @@ class DirectDecoder:
             found = self._by_language[language] = BufferDecoder(self.model, language)
         return found
 
-    def decode(
-        self, language: str, requests: Sequence[Request], *, stream: int = 0
-    ) -> list[list[Segment]]:
+    def decode(self, language: str, requests: Sequence[Request]) -> list[list[Segment]]:
         return self.decoder(language).decode(requests)
 
 
 @dataclass
 class SharedPace:
-    """The step every stream of a service decodes at, from the load it puts on the workers:
-    each window, ``streams`` asked for decodes that cost ``busy_s / decodes`` seconds of a
-    worker each; at step ``s`` they would keep ``streams * cost / s`` workers busy."""
+    """The step every stream of a service decodes at, from the share of their time the
+    workers were busy in the last window (``load``): at step ``s`` the same streams would keep
+    them about ``load * step_ms / s`` busy (a decode's cost hardly depends on the step: the
+    buffer is cut in pauses, not by the step)."""
 
     workers: int = 1
     min_ms: int = PACE_STEPS_MS[0]
@@ -104,46 +99,36 @@ class SharedPace:
     """The share of the last window the workers were busy."""
     _window_start: float = field(default_factory=time.monotonic)
     _busy_s: float = 0.0
-    _decodes: int = 0
-    _streams: set[int] = field(default_factory=set)
 
     @property
     def steps(self) -> list[int]:
         rungs = {s for s in PACE_STEPS_MS if self.min_ms <= s <= self.max_ms}
         return sorted(rungs | {self.min_ms, self.max_ms})
 
-    def load_at(self, step_ms: int, streams: int, cost_s: float) -> float:
-        """The share of the workers' time ``streams`` decoding every ``step_ms`` would take."""
-        return streams * cost_s * 1000 / (step_ms * self.workers)
-
-    def observe(
-        self, busy_s: float, now: float, *, decodes: int = 1, streams: Sequence[int] = (0,)
-    ) -> int | None:
-        """A round took ``busy_s`` of one worker for ``decodes`` requests of ``streams``; at
-        each window's end, returns the new step if it moved."""
+    def observe(self, busy_s: float, now: float) -> int | None:
+        """A round took ``busy_s`` of one worker; at each window's end, returns the new step
+        if it moved."""
         self._busy_s += busy_s
-        self._decodes += decodes
-        self._streams.update(streams)
         elapsed = now - self._window_start
         if elapsed < self.window_s:
             return None
-        self.last_load = self._busy_s / (elapsed * self.workers)
-        cost = self._busy_s / max(1, self._decodes)
-        asking = len(self._streams)
-        self._window_start, self._busy_s, self._decodes, self._streams = now, 0.0, 0, set()
+        load = self.last_load = self._busy_s / (elapsed * self.workers)
+        self._window_start, self._busy_s = now, 0.0
         steps = self.steps
         at = steps.index(self.step_ms) if self.step_ms in steps else 0
-        needed = next((i for i, s in enumerate(steps)
-                       if self.load_at(s, asking, cost) <= BUSY_ABOVE), len(steps) - 1)  # fmt: skip
+
+        def load_at(step: int) -> float:
+            return load * self.step_ms / step
+
+        needed = next((i for i, s in enumerate(steps) if load_at(s) <= BUSY_ABOVE),
+                      len(steps) - 1)  # fmt: skip
         if needed > at:
             self.light_windows = 0
             self.step_ms = steps[needed]
             return self.step_ms
         shorter = at - 1
-        if shorter >= 0 and self.load_at(steps[shorter], asking, cost) < NARROW_BELOW:
-            self.light_windows += 1
-        else:
-            self.light_windows = 0
+        light = shorter >= 0 and load_at(steps[shorter]) < NARROW_BELOW
+        self.light_windows = self.light_windows + 1 if light else 0
         if self.light_windows >= 2:
             self.light_windows = 0
             self.step_ms = steps[shorter]
@@ -155,7 +140,6 @@ class SharedPace:
 class _Job:
     language: str
     request: Request
-    stream: int = 0
     done: Future[list[Segment]] = field(default_factory=Future)
 
 
@@ -190,12 +174,8 @@ class DecodeService:
     def step_ms(self) -> int:
         return self.pace.step_ms
 
-    def decode(
-        self, language: str, requests: Sequence[Request], *, stream: int = 0
-    ) -> list[list[Segment]]:
-        """Each request's segments; ``stream`` tells the pace whose they are (how many streams
-        ask is what the step is set for)."""
-        jobs = [_Job(language, r, stream) for r in requests]
+    def decode(self, language: str, requests: Sequence[Request]) -> list[list[Segment]]:
+        jobs = [_Job(language, r) for r in requests]
         with self._ready:
             if self._closed:
                 raise RuntimeError("the decode service is closed")  # pragma: no cover
@@ -227,8 +207,7 @@ class DecodeService:
             self._round(batch)
             now = time.monotonic()
             with self._paced:
-                self.pace.observe(now - started, now, decodes=len(batch),
-                                  streams=[job.stream for job in batch])  # fmt: skip
+                self.pace.observe(now - started, now)
 
     def _round(self, batch: list[_Job]) -> None:
         """Decode a round; whatever goes wrong reaches the streams it concerns, and a worker

@@ -249,7 +249,7 @@ class WhisperStreamingRecognizer:
         # remembers, not the ones said (a famous line doubled at 1 s steps); a bad decode is
         # never fed back (heard.asr.whisper's rule for files too)
         request = Request(audio, word_timestamps=True)
-        segments = self._decoder.decode(language, [request], stream=id(self))[0]
+        segments = self._decoder.decode(language, [request])[0]
         at = self._utt_start / SAMPLE_RATE
         return [
             Word(round(at + w.start, 3), round(at + w.end, 3), w.text, w.probability)
