@@ -114,16 +114,20 @@ def test_the_shared_pace_sets_the_shortest_step_the_workers_keep_up_with() -> No
     pace.step_ms = 1000
     assert window(1.6) == 2000, "1.6 at 1 s is 0.8 at 2 s: straight there"
     assert window(1.0) == 3000
-    assert window(1.0) == 4000 and window(1.0) is None, "at most 4 s"
+    assert window(1.0) == 4000
+    assert window(1.0) is None, "at most 4 s"
     assert window(0.2) is None, "one light window is not enough"
     assert window(0.2) == 3000, "then one rung down"
     # 0.45 at 3 s is 0.675 at 2 s: over NARROW_BELOW, and 2 s would soon widen again
-    assert window(0.45) is None and window(0.45) is None
-    assert window(0.35) is None and window(0.35) == 2000
+    assert window(0.45) is None
+    assert window(0.45) is None
+    assert window(0.35) is None
+    assert window(0.35) == 2000
     for _ in range(12):  # two windows a rung: 1500, 1250, 1000, 750, 500
         window(0.1)
     assert pace.step_ms == 500
-    assert window(0.0) is None and window(0.0) is None, "never below the first step"
+    assert window(0.0) is None
+    assert window(0.0) is None, "never below the first step"
 
 
 def test_a_step_narrows_only_where_it_would_not_widen_again() -> None:

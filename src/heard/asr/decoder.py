@@ -49,8 +49,9 @@ Without timestamps and these guards, 1-2 s of silence made tiny.en loop on 3 of 
 prefixes."""
 
 TOKENS_PER_S = 12
-"""Generation stops after this many tokens per second of audio the context holds (and 16 more): fast speech is
-about 4 words, 6 tokens, a second; a loop is cut off well before Whisper's 224."""
+"""Generation stops after this many tokens per second of audio the context holds (and 16
+more): fast speech is about 4 words, 6 tokens, a second; a loop is cut off well before
+Whisper's 224."""
 
 _MAX_CONTEXT_S = 30
 _FRAMES_PER_S = 100
