@@ -114,8 +114,13 @@ def test_the_deepgram_sdk_streams_jfk_and_gets_interim_and_final_results(
     assert all(0 < w.confidence <= 1 for w in words)
     assert words[-1].end <= 11.5
     assert messages[0].type == "SpeechStarted"
-    (ended,) = of_type(messages, "UtteranceEnd")
+    # after the last word; and perhaps in JFK's pause after "Americans" (about 1 s): once a
+    # decode has heard a second past a word it is final, nothing is pending, and 1 s of
+    # decoded audio with no word is the gap utterance_end_ms=1000 names
+    *pauses, ended = of_type(messages, "UtteranceEnd")
     assert ended.last_word_end == pytest.approx(finals[-1].start + finals[-1].duration, abs=0.01)
+    assert len(pauses) <= 1
+    assert all(p.last_word_end < 4.0 for p in pauses), "only in the pause after Americans"
     assert messages[-1].type == "Metadata"
     assert messages[-1].duration == pytest.approx(13.0, abs=0.05)
     assert messages[-1].model_info[messages[-1].models[0]]["name"] == "nova-3"

@@ -152,6 +152,8 @@ class Microphone:
         self._flushed: list[asyncio.Future[None]] = []
         self._pacer = Pacer()
         self._utterances = Utterances(speaker)
+        self.handed_on = 0
+        """Samples of audio whose decoding has been handed on (what it found, if anything)."""
         self._task = asyncio.create_task(self._run())
 
     def add(self, pcm: bytes) -> None:
@@ -209,6 +211,7 @@ class Microphone:
                     covered = (self._recognizer.decoded_to - decoded_before) / SAMPLE_RATE
                     self._pace(spent, covered)
                 await self._hand_on(found)
+                self.handed_on = self._recognizer.decoded_to
             if self._ending and not self.pending:
                 if self._recognizer is not None:
                     await self._hand_on(await self._step(self._recognizer.finish))

@@ -186,6 +186,10 @@ class WhisperStreamingRecognizer:
         """The language decoded in: given, English for an English-only model, else detected
         on each decode until the first commit, and kept from then on."""
         self._decoder: Decoder = decoder or DirectDecoder(self._model)
+        if isinstance(self._decoder, DecodeService):
+            # a shared service sets the step: start at its shortest, so a client is told
+            # only when load widens it
+            self.chunk_ms = self._decoder.pace.min_ms
         self._audio = np.zeros(0, dtype=np.float32)
         self._offset = 0  # absolute index of self._audio[0]
         self._utt_start = 0

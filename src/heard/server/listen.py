@@ -15,8 +15,8 @@ and a normal close). It gets back:
   is taken as 800: cutting sooner makes the recognizer decode other words); words with their
   start, end and confidence (the recognizer's word probability);
 * ``SpeechStarted`` (with ``vad_events=true``) when a new utterance's first words are heard;
-* ``UtteranceEnd`` (with ``utterance_end_ms``) once that much audio has gone by after the
-  last final word with no new speech;
+* ``UtteranceEnd`` (with ``utterance_end_ms``) once that much audio has been decoded after
+  the last final word with no new speech;
 * ``Metadata`` in answer to ``CloseStream`` (or an empty binary frame, Deepgram's older way).
 
 A connection quiet for 10 s (no audio, no message: ``KeepAlive`` holds it) is closed with
@@ -125,14 +125,18 @@ class _Channel:
         if d.endpoint:
             self.speaking = False
 
-    def heard(self, samples: int) -> None:
+    def heard(self, samples: int, decoded: int) -> None:
+        """``samples`` more arrived; the recognizer has decoded (and handed on what it found
+        in) the first ``decoded``. UtteranceEnd goes by decoded audio: audio that arrived but
+        is not decoded yet may hold the next words (a word committed a second after it ended
+        leaves nothing pending, so no partial says that speech goes on)."""
         self.received += samples
         wait = self.codec.options.utterance_end_ms
         end = self.last_word_end
         if (
             wait is not None
             and end is not None
-            and self.received / SAMPLE_RATE - end >= wait / 1000
+            and decoded / SAMPLE_RATE - end >= wait / 1000
         ):
             self.last_word_end = None
             self.codec.session.send(
@@ -224,7 +228,7 @@ class DeepgramCodec:
         for microphone, channel, data in zip(self.microphones, self.channels, pcm, strict=True):
             if data:
                 microphone.add(data)
-                channel.heard(len(data) // 2)
+                channel.heard(len(data) // 2, microphone.handed_on)
 
     async def audio(self, data: bytes) -> None:
         self.number += 1
