@@ -133,11 +133,7 @@ class _Channel:
         self.received += samples
         wait = self.codec.options.utterance_end_ms
         end = self.last_word_end
-        if (
-            wait is not None
-            and end is not None
-            and decoded / SAMPLE_RATE - end >= wait / 1000
-        ):
+        if wait is not None and end is not None and decoded / SAMPLE_RATE - end >= wait / 1000:
             self.last_word_end = None
             self.codec.session.send(
                 {"type": "UtteranceEnd", "channel": self.index, "last_word_end": end}
