@@ -3,12 +3,13 @@
 A ``DirectDecoder`` decodes on the calling thread. A ``DecodeService`` is shared by every
 live stream of a process (``heard serve``): its workers (one per core, each decoding on one
 thread: tiny.en's small matrices keep two threads of one decode from using two cores, two
-decodes at once do, 1.5x as many per second here) each take whatever requests the streams
-have queued, oldest first, and decode them in one call (``BufferDecoder`` batches those of
-one context length), so N streams cost a few encoder and generate calls per round instead of
-N calls contending for the same cores. No stream waits more than one round behind
-the others: a stream has at most one request outstanding (its step waits for it), and each
-round takes every queued request up to ``max_batch``, in the order they came.
+decodes at once do, 1.5x as many per second here) each take their share of the requests the
+streams have queued (what waits, over the number of workers), oldest first, and decode them
+in one call (``BufferDecoder`` batches those of one context length), so N streams cost a few
+encoder and generate calls per round instead of N calls contending for the same cores. No
+stream waits more than one round behind the others: a stream has at most one request
+outstanding (its step waits for it), and the rounds take the queued requests (up to
+``max_batch`` each) in the order they came.
 
 The service also paces the streams together (``step_ms``). A word is committed at most two
 steps after it is spoken (sooner once a decode has heard a second after it), so the step
