@@ -99,35 +99,3 @@ def test_microphone_speech_appears_as_captions(live_server, tmp_path: Path) -> N
             page.screenshot(path=str(ARTIFACTS / "captions-page.png"), full_page=True)
         finally:
             browser.close()
-
-
-def test_meetings_page_lists_and_exports(live_server) -> None:  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect, sync_playwright
-
-    from heard.store.meetings import TrackSpec, create_meeting
-
-    url, token, db = live_server
-    from heard.store.users import authenticate
-
-    owner = authenticate(db, token)
-    assert owner is not None
-    create_meeting(
-        db, title="weekly sync", tracks=[TrackSpec("ana", "/nowhere.wav")], owner=owner.owner
-    )
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(url + "/meetings")
-            page.fill("#token", token)
-            page.click("#load")
-            row = page.locator("#meetings tbody tr")
-            expect(row).to_have_count(1)
-            expect(row).to_contain_text("weekly sync")
-            with page.expect_download() as download:
-                row.get_by_role("button", name="vtt").click()
-            assert download.value.suggested_filename == "weekly sync.vtt"
-            expect(page.locator("#transcript")).to_contain_text("WEBVTT")
-            page.screenshot(path=str(ARTIFACTS / "meetings-page.png"))
-        finally:
-            browser.close()

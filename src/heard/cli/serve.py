@@ -108,6 +108,15 @@ def serve(
             "default: $HEARD_CORS_ORIGINS, else none).",
         ),
     ] = None,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local",
+            help="One user on this machine, no token: the pages and the API answer requests "
+            "from this machine as the user of `heard transcribe` and `heard memory` (so their "
+            "meetings and memory show). Loopback only.",
+        ),
+    ] = False,
     model: ModelOption = None,
     language: LanguageOption = None,
     device: DeviceOption = None,
@@ -142,6 +151,11 @@ def serve(
     from heard.settings import data_dir, database_url
     from heard.store.database import Database
 
+    if local and host not in ("127.0.0.1", "localhost", "::1"):
+        raise InputError(
+            f"--local serves without tokens, so only on this machine's loopback: drop --host "
+            f"{host} (or give users tokens: heard users add NAME)"
+        )
     sock = listening_socket(host, port)  # a port in use fails now, before the model loads
     with sock:  # closed however the start ends (uvicorn closes it too, when it stops)
         chosen = chosen_settings(model, language, device, compute_type)
@@ -167,7 +181,7 @@ def serve(
             database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
             cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
             resume=chosen.resume, max_track_s=chosen.max_track_s,
-            user_storage_bytes=round(chosen.user_storage_mb * 2**20),
+            user_storage_bytes=round(chosen.user_storage_mb * 2**20), local=local,
         )  # fmt: skip
         served = create_app(
             server_settings
@@ -176,6 +190,12 @@ def serve(
             f"heard: serving {database.safe_url} on http://{host}:{port} (API docs at /docs)",
             err=True,
         )
+        if local:
+            typer.echo(
+                f"heard: local mode: open http://{host}:{port}/meetings on this machine, no token "
+                "needed; meetings of `heard transcribe` on this database show there",
+                err=True,
+            )
         for name in ("uvicorn.access", "uvicorn.error"):  # handshakes log to uvicorn.error
             logging.getLogger(name).addFilter(RedactTokens())
         logging.getLogger("uvicorn.error").addFilter(DeniedHandshakes())

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, KeysView
 from dataclasses import dataclass
 from datetime import UTC, date
 from itertools import pairwise
@@ -145,6 +145,10 @@ class EvidenceIndex:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def ids(self) -> KeysView[str]:
+        """The ids of the items held."""
+        return self._ids.keys()
 
     def add(self, evidence: Evidence) -> None:
         """Add one final: searchable as soon as this returns."""

@@ -13,7 +13,7 @@ The same steps serve the in-process run (``run_pipeline``) and the Celery tasks:
 * a recording of several people is diarized first (``diarize_claimed``), and who spoke when
   is kept on the track before transcription starts, so a crash resumes without redoing it;
 * ``build_meeting`` replaces the meeting's phrases in one transaction once every track is
-  done or failed.
+  done or failed, and keeps them as the owner's memory evidence.
 
 The status changes themselves live in ``heard.store.tracks`` (its table of transitions) and
 the phrase build in ``heard.store.phrases``; this module decides with ``PipelineOptions``.
@@ -31,6 +31,7 @@ from heard.diarize import AUTO, Diarization, Diarizer, default_diarizer, speaker
 from heard.errors import InputError, MissingDependencyError, StoppingError
 from heard.settings import Settings
 from heard.store.database import Database
+from heard.store.meetings import remember_meeting
 from heard.store.models import TrackStatus
 from heard.store.phrases import BuildResult, segments_to_json
 from heard.store.phrases import build_meeting as _build_meeting
@@ -158,5 +159,12 @@ def diarize_claimed(
 
 
 def build_meeting(db: Database, meeting_id: uuid.UUID, options: PipelineOptions) -> BuildResult:
-    """Replace the meeting's phrases with those of all done tracks, in one transaction."""
-    return _build_meeting(db, meeting_id, interjection_threshold_s=options.interjection_threshold_s)
+    """Replace the meeting's phrases with those of all done tracks, in one transaction; once
+    built, they are its owner's memory evidence too (``remember_meeting``), so a recall or a
+    search across meetings finds them."""
+    built = _build_meeting(
+        db, meeting_id, interjection_threshold_s=options.interjection_threshold_s
+    )
+    if built.built:
+        remember_meeting(db, meeting_id)
+    return built

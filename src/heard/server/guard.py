@@ -16,16 +16,18 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heard.server import tickets
 from heard.server.errors import error_reply
 from heard.server.routes.meetings import MAX_UPLOAD_BYTES
 from heard.store.database import Database
-from heard.store.users import authenticate
+from heard.store.users import LOCAL_USER, authenticate
 
-__all__ = ["BODY_LIMITS", "JSON_LIMIT", "Guard"]
+__all__ = ["AUDIO_PATH", "BODY_LIMITS", "JSON_LIMIT", "Guard", "from_this_machine"]
 
 JSON_LIMIT = 1024 * 1024
 """A JSON body of any route not in BODY_LIMITS (a meeting, a recall, a page)."""
@@ -45,12 +47,33 @@ def body_limit(method: str, path: str) -> int:
     return JSON_LIMIT
 
 
-class Guard:
-    """ASGI middleware: authentication and body limits before the app sees the request."""
+AUDIO_PATH = re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+/audio$")
+"""A track's audio, which an audio element asks for with a ticket (``heard.server.tickets``)."""
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
-    def __init__(self, app: ASGIApp, database: Callable[[], Database]) -> None:
+
+def from_this_machine(headers: dict[str, str]) -> bool:
+    """Whether a request without a token may act as the local user (``--local``): it names
+    this machine's loopback as its host (a page of another site that a rebinding DNS points
+    here names its own), and it comes from no other origin than this server's own pages."""
+    host = headers.get("host", "")
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if name.strip("[]") not in LOOPBACK:
+        return False
+    origin = headers.get("origin")
+    return origin is None or origin.split("://", 1)[-1] == host
+
+
+class Guard:
+    """ASGI middleware: authentication and body limits before the app sees the request.
+
+    With ``local`` (``heard serve --local`` on loopback), a request from this machine without
+    a token acts as the local user, who owns what the command line stores."""
+
+    def __init__(self, app: ASGIApp, database: Callable[[], Database], local: bool = False) -> None:
         self.app = app
         self.database = database
+        self.local = local
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
@@ -61,6 +84,11 @@ class Guard:
         # Bearer, or Token as Deepgram's SDKs send the key
         token = token.strip() if scheme.lower() in ("bearer", "token") else ""
         user = await asyncio.to_thread(authenticate, self.database(), token) if token else None
+        if user is None and not token and self.local and from_this_machine(headers):
+            user = LOCAL_USER
+        elif user is None and not token and AUDIO_PATH.match(scope["path"]):
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            user = await asyncio.to_thread(tickets.check, self.database(), scope["path"], query)
         if user is None:
             await _reply(send, scope["path"], 401, "a valid bearer token is required",
                          {"WWW-Authenticate": "Bearer"})  # fmt: skip

@@ -162,6 +162,56 @@ class PhraseOut(BaseModel):
     language: str | None = None
 
 
+class RenameIn(_Strict):
+    name: ParticipantName = Field(min_length=1, max_length=200)
+    """The participant's new name: in its phrases, every export and every rebuild."""
+
+
+class PlaybackOut(BaseModel):
+    participant: str
+    """The track's participant (a recording of several people: its own name)."""
+    offset_s: float
+    """Where the track starts on the meeting's timeline: a phrase at ``start`` s is at
+    ``start - offset_s`` s of this audio."""
+    voices: list[str]
+    """The participants whose phrases are heard in this track."""
+    url: str
+    """The track's audio (range requests), a link an audio element can follow: it carries
+    a signature good for six hours in place of the bearer token."""
+
+
+class TrackProgressOut(BaseModel):
+    participant: str
+    status: str
+    fraction: float
+    """0-1: 1 once done or failed; within a track only while this server transcribes it."""
+    error: str | None = None
+
+
+class ProgressOut(BaseModel):
+    """One ``progress`` event of ``GET /v1/meetings/{id}/events``."""
+
+    status: str
+    fraction: float
+    """0-1 over all tracks; 1 once the phrases are built."""
+    finished: bool
+    phrases: int
+    tracks: list[TrackProgressOut]
+
+
+class FoundOut(BaseModel):
+    meeting_id: uuid.UUID
+    title: str
+    started_at: datetime
+    position: int
+    """The phrase's index in ``GET /v1/meetings/{id}/phrases``."""
+    participant: str
+    start: float
+    end: float
+    text: str
+    score: float
+
+
 class RunOut(BaseModel):
     id: uuid.UUID
     started: bool

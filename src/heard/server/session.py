@@ -41,7 +41,8 @@ from pydantic import BaseModel
 
 from heard.errors import InputError, SocketCloseError
 from heard.server import quotas
-from heard.store.users import Principal, authenticate, digest
+from heard.server.guard import from_this_machine
+from heard.store.users import LOCAL_USER, Principal, authenticate, digest
 
 if TYPE_CHECKING:
     from heard.server.state import ServerSettings
@@ -159,6 +160,10 @@ def offered_token(websocket: WebSocket) -> tuple[str, str | None]:
     return websocket.query_params.get("token", ""), _chosen(websocket)
 
 
+def headers(websocket: WebSocket) -> dict[str, str]:
+    return {k.lower(): v for k, v in websocket.headers.items()}
+
+
 def _chosen(websocket: WebSocket) -> str | None:
     """OpenAI's browser clients offer ``realtime`` and need it accepted."""
     offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",")]
@@ -210,6 +215,8 @@ class Session:
 
     async def admit_final(self) -> bool:
         """Whether the token is still valid; a revoked one ends the socket."""
+        if self.user is LOCAL_USER:
+            return True  # no token to revoke
         if not self.revoked and await asyncio.to_thread(
             authenticate, self.settings.db, self.token
         ) is None:  # fmt: skip
@@ -257,6 +264,8 @@ def mount(
             await refuse(websocket, 429, f"over the rate limit: wait {wait_s:.0f} s")
             return
         user = await asyncio.to_thread(authenticate, settings.db, token) if token else None
+        if user is None and not token and settings.local and from_this_machine(headers(websocket)):
+            user = LOCAL_USER
         if user is None:
             await refuse(websocket, 401, "a valid token is required")
             return

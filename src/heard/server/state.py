@@ -24,15 +24,18 @@ from heard.memory.evidence import Evidence, EvidenceIndex
 from heard.memory.factory import MemoryParts, build_memory, remember
 from heard.memory.recall import MemoryRecall
 from heard.memory.utterances import load_evidence
-from heard.pipeline.run import run_pipeline
+from heard.pipeline.run import TrackProgress, run_pipeline
+from heard.pipeline.steps import ClaimedTrack
 from heard.server import quotas
 from heard.store.database import Database
 from heard.store.evidence import (
     memory_changed,
     memory_version,
+    stored_ids,
 )
+from heard.store.models import TrackStatus
 
-__all__ = ["Memories", "Runs", "ServerSettings", "UserMemory"]
+__all__ = ["Memories", "Runs", "ServerSettings", "UserMemory", "Watched"]
 
 log = logging.getLogger("heard.server")
 
@@ -72,6 +75,10 @@ class ServerSettings:
     """At start-up, resume the meetings whose transcription a process that is gone left off
     (in this process with a ``transcriber``, or on the workers with ``queue``); either way
     their tracks are taken back from the dead process and accept uploads again."""
+    local: bool = False
+    """A laptop's server (``heard serve --local``): a request from this machine without a
+    token acts as the local user, whose meetings ``heard transcribe`` makes on the same
+    database."""
     stopping: threading.Event = field(default_factory=threading.Event)
     """Set when the server begins to shut down: heavy work in flight (encoding evidence,
     transcribing a track) stops at its next batch or segment and gives its work back."""
@@ -132,6 +139,12 @@ class Memories:
         same database) stored or changed: one query when nothing did."""
         memory = self.of(owner)
         version = memory_version(self.db, owner)
+        if version != memory.version and not memory.index.ids() <= stored_ids(self.db, owner):
+            # evidence was forgotten or replaced (a meeting deleted or rebuilt): an index
+            # only grows, so the user's memory is made again from the store
+            with self._lock:
+                self._by_owner.pop(owner, None)
+            return self.of(owner)
         if version != memory.version:
             with memory.lock:
                 new, vectors = load_evidence(
@@ -193,6 +206,43 @@ class Memories:
             return count
 
 
+class Watched(TrackProgress):
+    """How far each track this process transcribes has come, for the pages' progress bars.
+    A recording of several people goes through two passes (who spoke when, then the words);
+    each pass counts for its share."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tracks: dict[uuid.UUID, tuple[int, int, float]] = {}
+        """track id -> (passes in all, passes done, fraction of this pass)."""
+
+    def started(self, track: ClaimedTrack) -> None:
+        passes = 1 if track.speakers is None or track.diarization is not None else 2
+        with self._lock:
+            self._tracks[track.id] = (passes, 0, 0.0)
+
+    def advanced(self, track: ClaimedTrack, done_s: float, total_s: float) -> None:
+        fraction = min(1.0, done_s / total_s) if total_s > 0 else 0.0
+        with self._lock:
+            passes, done, before = self._tracks.get(track.id, (1, 0, 0.0))
+            if fraction < before - 0.5 and done + 1 < passes:  # the next pass began
+                done += 1
+            self._tracks[track.id] = (passes, done, fraction)
+
+    def finished(self, track: ClaimedTrack, status: TrackStatus) -> None:
+        with self._lock:
+            self._tracks.pop(track.id, None)
+
+    def fraction(self, track_id: uuid.UUID) -> float | None:
+        """How much of the track is transcribed (None: this process is not on it)."""
+        with self._lock:
+            found = self._tracks.get(track_id)
+        if found is None:
+            return None
+        passes, done, fraction = found
+        return (done + fraction) / passes
+
+
 class Runs:
     """The meetings this process transcribes (a server without ``--queue``): on threads of
     their own, ``workers`` of them (cores but one), never on the request threads, so a user
@@ -208,6 +258,8 @@ class Runs:
         )
         self._lock = threading.Lock()
         self._waiting: dict[str, set[uuid.UUID]] = {}
+        self.progress = Watched()
+        """How far the tracks being transcribed here have come."""
 
     def start(self, owner: str, meeting_id: uuid.UUID) -> None:
         """Transcribe the meeting soon; nothing new if it is waiting or running already."""
@@ -232,7 +284,7 @@ class Runs:
             if self.settings.transcriber is not None:
                 run_pipeline(meeting_id, db=self.settings.db,
                              transcriber=self.settings.transcriber,
-                             stop=self.settings.stopping)  # fmt: skip
+                             stop=self.settings.stopping, progress=self.progress)  # fmt: skip
         except Exception:  # a bug or the database: logged; the track's claim says the rest
             log.exception("meeting %s: the run stopped", meeting_id)
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -18,8 +18,10 @@ __all__ = [
     "load_vectors",
     "memory_changed",
     "memory_version",
+    "replace_conversation",
     "store_utterances",
     "store_vectors",
+    "stored_ids",
 ]
 
 
@@ -80,6 +82,37 @@ def _insert(
             )
         _bump(s, owner)
     return len(items)
+
+
+def replace_conversation(
+    db: Database, items: Sequence[Evidence], *, conversation: str, owner: str = ""
+) -> int:
+    """Make ``items`` the whole of ``owner``'s evidence from ``conversation`` (none: forget
+    it), in one transaction; a memory that held the old items notices at its next catch-up
+    (``stored_ids``). Their ids must not be used by another conversation's evidence."""
+    if any(u.conversation != conversation for u in items):
+        raise ValueError(f"every item must belong to {conversation!r}")
+    _ensure_counter(db, owner)
+    with db.session() as s:
+        s.execute(
+            delete(EvidenceRow).where(
+                EvidenceRow.owner == owner, EvidenceRow.conversation == conversation
+            )
+        )
+        s.add_all(
+            EvidenceRow(owner=owner, ext_id=u.id, speaker=u.speaker, text=u.text,
+                        conversation=u.conversation, session=u.session, t=u.t,
+                        language=u.language)
+            for u in items
+        )  # fmt: skip
+        _bump(s, owner)
+    return len(items)
+
+
+def stored_ids(db: Database, owner: str = "") -> set[str]:
+    """The ids of ``owner``'s evidence as stored now."""
+    with db.session() as s:
+        return set(s.scalars(select(EvidenceRow.ext_id).where(EvidenceRow.owner == owner)))
 
 
 def _ensure_counter(db: Database, owner: str) -> None:

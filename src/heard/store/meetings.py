@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import String, cast, func, select
+from sqlalchemy import String, cast, delete, func, select
 from sqlalchemy.orm import Session
 
-from heard.errors import InputError, NotFoundError
+from heard.errors import ConflictError, InputError, NotFoundError
 from heard.storable import name_problem
 from heard.store.database import Database
 from heard.store.models import (
@@ -29,17 +29,25 @@ from heard.store.models import (
 from heard.timeline.formats import SpokenLanguage, TimedPhrase, TranscriptDoc
 
 __all__ = [
+    "MEETING_CONVERSATION",
     "MeetingRecord",
     "MeetingSummary",
+    "Playback",
     "TrackSpec",
     "TrackState",
     "create_meeting",
+    "delete_meeting",
     "find_meeting_id",
+    "forget_meeting",
     "get_meeting",
     "list_meetings",
     "meeting_phrases",
     "meeting_record",
     "meeting_state",
+    "phrase_of_evidence",
+    "playback",
+    "remember_meeting",
+    "rename_participant",
     "resolve_meeting_id",
     "track_states",
 ]
@@ -385,3 +393,150 @@ def meeting_record(
         return MeetingRecord(
             _summary(s, meeting), _track_states(s, meeting.id), _phrases(s, meeting)
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Playback:
+    """One track as a player needs it: its audio, where it starts on the meeting's timeline,
+    and the participants whose phrases are heard in it."""
+
+    track_id: uuid.UUID
+    participant: str
+    location: str
+    offset_s: float
+    voices: tuple[str, ...]
+
+
+def playback(db: Database, meeting_id: uuid.UUID | str, owner: str | None = None) -> list[Playback]:
+    """The meeting's tracks with audio, and whose phrases each one holds: its own
+    participant's, or (a recording of several people) its speakers'."""
+    from heard.store.phrases import voices
+
+    with db.snapshot() as s:
+        mid = resolve_meeting_id(s, meeting_id, owner)
+        rows = [(t, name) for t, name in _track_rows(s, mid)]
+        labels = voices(rows)
+        return [
+            Playback(t.id, name, t.location, t.offset_s,
+                     tuple(labels.get(t.id, ())) if t.speakers is not None else (name,))
+            for t, name in rows
+            if t.location
+        ]  # fmt: skip
+
+
+def _track_rows(s: Session, mid: uuid.UUID) -> list[tuple[AudioTrack, str]]:
+    return [
+        (t, name)
+        for t, name in s.execute(
+            select(AudioTrack, Participant.name)
+            .join(Participant, AudioTrack.participant_id == Participant.id)
+            .where(AudioTrack.meeting_id == mid)
+            .order_by(Participant.name, AudioTrack.id)
+        ).all()
+    ]
+
+
+def rename_participant(
+    db: Database, meeting_id: uuid.UUID | str, old: str, new: str, owner: str | None = None
+) -> str:
+    """Call participant ``old`` of the meeting ``new`` from now on: in its phrases, and so in
+    every export, and in every rebuild (a diarized speaker's new name is kept on its
+    recording). Returns the new name; ``ConflictError`` when another participant has it."""
+    from heard.store.phrases import voices
+
+    new = new.strip()
+    problem = name_problem(new) or ("'/' is not allowed" if "/" in new else None)
+    if not new or len(new) > 200 or problem:
+        raise InputError(f"participant name {new[:60]!r}: {problem or 'give 1-200 characters'}")
+    with db.session() as s:
+        mid = resolve_meeting_id(s, meeting_id, owner)
+        s.scalars(select(Meeting).where(Meeting.id == mid).with_for_update()).one()
+        people = {
+            p.name: p for p in s.scalars(select(Participant).where(Participant.meeting_id == mid))
+        }
+        if old not in people:
+            raise NotFoundError(f"no participant {old!r} in meeting {mid}")
+        if new == old:
+            return new
+        if any(name.casefold() == new.casefold() and name != old for name in people):
+            raise ConflictError(f"meeting {mid} has a participant {new!r} already")
+        rows = _track_rows(s, mid)
+        for track, labels in voices(rows).items():
+            if old in labels:
+                found = next(t for t, _ in rows if t.id == track)
+                found.speaker_names = [new if label == old else label for label in labels]
+        people[old].name = new
+        return new
+
+
+def delete_meeting(
+    db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
+) -> list[str]:
+    """Delete the meeting with its participants, tracks and phrases; the locations of its
+    tracks' audio (for the caller to remove what it keeps). ``ConflictError`` while a track of
+    it is being transcribed."""
+    with db.session() as s:
+        mid = resolve_meeting_id(s, meeting_id, owner)
+        meeting = s.scalars(select(Meeting).where(Meeting.id == mid).with_for_update()).one()
+        tracks = s.scalars(select(AudioTrack).where(AudioTrack.meeting_id == mid)).all()
+        if any(t.status is TrackStatus.TRANSCRIBING for t in tracks):
+            raise ConflictError(f"meeting {mid} is being transcribed; delete it once that is done")
+        locations = [t.location for t in tracks if t.location]
+        s.execute(delete(Phrase).where(Phrase.meeting_id == mid))
+        s.delete(meeting)
+        return locations
+
+
+MEETING_CONVERSATION = "meeting:"
+"""The conversation a meeting's phrases are remembered under: this and the meeting's id."""
+
+
+def remember_meeting(db: Database, meeting_id: uuid.UUID) -> int:
+    """Keep the meeting's phrases as its owner's memory evidence, in place of what was kept
+    of it before (none when it has none: a deleted meeting is forgotten). Each phrase's id
+    names the meeting, its position and a digest of who said what, so a memory holding an
+    older build of it notices the change. How many were kept."""
+    import hashlib
+
+    from heard.store.evidence import replace_conversation
+    from heard.utterance import Evidence
+
+    conversation = f"{MEETING_CONVERSATION}{meeting_id}"
+    with db.snapshot() as s:
+        meeting = s.get(Meeting, meeting_id)
+        owner = "" if meeting is None else meeting.owner
+        if meeting is None:
+            return 0
+        said = _phrases(s, meeting)
+    items = []
+    for position, p in enumerate(said):
+        digest = hashlib.sha256(f"{p.participant}\n{p.text}".encode()).hexdigest()[:10]
+        items.append(
+            Evidence(
+                id=f"{meeting_id}:{position}:{digest}",
+                speaker=p.participant,
+                text=p.text,
+                conversation=conversation,
+                t=p.start_at,
+                language=p.language or "",
+            )
+        )
+    return replace_conversation(db, items, conversation=conversation, owner=owner)
+
+
+def forget_meeting(db: Database, meeting_id: uuid.UUID, owner: str) -> None:
+    """Drop the evidence a deleted meeting left in its owner's memory."""
+    from heard.store.evidence import replace_conversation
+
+    replace_conversation(db, [], conversation=f"{MEETING_CONVERSATION}{meeting_id}", owner=owner)
+
+
+def phrase_of_evidence(evidence_id: str) -> tuple[uuid.UUID, int] | None:
+    """The meeting and phrase position a remembered phrase's id names (None: not one)."""
+    parts = evidence_id.split(":")
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    try:
+        return uuid.UUID(parts[0]), int(parts[1])
+    except ValueError:
+        return None

@@ -22,7 +22,13 @@ from heard.store.models import AudioTrack, Meeting, MeetingStatus, Participant, 
 from heard.store.tracks import FINISHED
 from heard.timeline.phrases import Track, build_phrases
 
-__all__ = ["BuildResult", "build_meeting", "segments_from_json", "segments_to_json"]
+__all__ = [
+    "BuildResult",
+    "build_meeting",
+    "segments_from_json",
+    "segments_to_json",
+    "voices",
+]
 
 
 def segments_to_json(
@@ -49,18 +55,30 @@ def segments_from_json(data: list[dict[str, Any]]) -> list[Segment]:
     ]
 
 
-def _speakers(track: AudioTrack, name: str, mixed: int, taken: set[str]) -> dict[str, Track]:
-    """A diarized recording's segments per speaker, each under their participant name: the
-    names the user gave, in the order the speakers are first heard, then ``Speaker N`` (or
-    ``<track> speaker N`` when the meeting has several such recordings), the number moved on
-    past any name ``taken`` (casefolded) or given. Only speakers with words count, so the
-    numbers have no gaps. ``taken`` gains the names used."""
+def voices(rows: Sequence[tuple[AudioTrack, str]]) -> dict[uuid.UUID, list[str]]:
+    """The participant names each diarized recording's speakers go by, in the order they are
+    first heard, by track id: the names the user gave (or a rename stored), then ``Speaker N``
+    (or ``<track> speaker N`` when the meeting has several such recordings), the number moved
+    on past any name of an own track or given. Only speakers with words count, so the numbers
+    have no gaps. ``rows``: the meeting's tracks with their participants' names."""
     from heard.diarize import speaker_labels
 
+    taken = {name.casefold() for t, name in rows if t.speakers is None}
+    mixed = sum(1 for t, _ in rows if t.speakers is not None)
+    found: dict[uuid.UUID, list[str]] = {}
+    for t, name in sorted(rows, key=lambda row: (row[1], str(row[0].id))):
+        if t.speakers is None or t.status is not TrackStatus.DONE:
+            continue
+        heard = {int(r.get("speaker", 0)) for r in t.segments or []}
+        fallback = "Speaker" if mixed == 1 else f"{name[:150]} speaker"
+        found[t.id] = speaker_labels(t.speaker_names or (), len(heard), fallback, taken)
+    return found
+
+
+def _speakers(track: AudioTrack, labels: list[str]) -> dict[str, Track]:
+    """A diarized recording's segments per speaker, each under its participant name."""
     rows = track.segments or []
     heard = sorted({int(r.get("speaker", 0)) for r in rows})  # numbered as first heard
-    fallback = "Speaker" if mixed == 1 else f"{name[:150]} speaker"
-    labels = speaker_labels(track.speaker_names or (), len(heard), fallback, taken)
     return {
         label: Track(
             segments_from_json([r for r in rows if int(r.get("speaker", 0)) == k]),
@@ -126,11 +144,10 @@ def build_meeting(
             for t, name in rows
             if t.status is TrackStatus.DONE and t.speakers is None
         }
-        taken = {name.casefold() for t, name in rows if t.speakers is None}
-        mixed = sum(1 for t, _ in rows if t.speakers is not None)
-        for t, name in rows:
-            if t.status is TrackStatus.DONE and t.speakers is not None:
-                for label, track in _speakers(t, name, mixed, taken).items():
+        labels = voices(rows)
+        for t, _ in rows:
+            if t.id in labels:
+                for label, track in _speakers(t, labels[t.id]).items():
                     tracks[label] = track
                     ids[label] = _participant_id(s, meeting_id, label)
         drafts = build_phrases(tracks, interjection_threshold_s=interjection_threshold_s)

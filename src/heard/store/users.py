@@ -15,7 +15,16 @@ from heard.errors import ConflictError, InputError, NotFoundError
 from heard.store.database import Database
 from heard.store.models import ApiToken, User
 
-__all__ = ["Principal", "add_token", "add_user", "authenticate", "digest", "revoke_tokens"]
+__all__ = [
+    "LOCAL_USER",
+    "Principal",
+    "add_token",
+    "add_user",
+    "authenticate",
+    "digest",
+    "revoke_tokens",
+    "token_digests",
+]
 
 TOKEN_PREFIX = "heard_"
 
@@ -29,7 +38,13 @@ class Principal:
 
     @property
     def owner(self) -> str:
-        return str(self.id)
+        return "" if self.id == LOCAL_ID else str(self.id)
+
+
+LOCAL_ID = uuid.UUID(int=0)
+LOCAL_USER = Principal(LOCAL_ID, "local")
+"""The one user of a laptop's server (``heard serve --local``): it owns what ``heard
+transcribe`` and ``heard memory`` store (owner "")."""
 
 
 def digest(token: str) -> str:
@@ -96,3 +111,13 @@ def authenticate(db: Database, token: str) -> Principal | None:
             .where(ApiToken.digest == digest(token))
         ).first()
         return Principal(row[0], row[1]) if row else None
+
+
+def token_digests(db: Database, user_id: uuid.UUID) -> tuple[Principal, list[str]] | None:
+    """The user with that id and the digests of their tokens (None: no such user)."""
+    with db.session() as s:
+        name = s.scalar(select(User.name).where(User.id == user_id))
+        if name is None:
+            return None
+        digests = s.scalars(select(ApiToken.digest).where(ApiToken.user_id == user_id)).all()
+        return Principal(user_id, name), list(digests)

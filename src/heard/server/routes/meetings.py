@@ -1,4 +1,6 @@
-"""Meetings: create one, upload each participant's track, run the pipeline, read the result."""
+"""Meetings: create one, upload each participant's track, run the pipeline (its progress as
+server-sent events), read the result, play its audio back, rename a participant, search
+what was said across meetings, delete one."""
 
 from __future__ import annotations
 
@@ -8,41 +10,58 @@ import errno
 import logging
 import re
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, BinaryIO, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as FastAPIPath
+from fastapi.responses import FileResponse, StreamingResponse
 
 from heard.asr.audio import check_duration, measure_audio
-from heard.errors import ConflictError, InputError
+from heard.errors import ConflictError, InputError, NotFoundError
+from heard.memory.language import analyze
 from heard.pipeline import jobs
+from heard.server import tickets
 from heard.server.bodies import StrictJSONRoute
-from heard.server.deps import Caller, Settings
+from heard.server.deps import Caller, Settings, UserMemories
 from heard.server.errors import BAD, NOT_FOUND
 from heard.server.quotas import StorageLedger
 from heard.server.schemas import (
     ErrorOut,
+    FoundOut,
     MeetingIn,
     MeetingOut,
     PhraseOut,
+    PlaybackOut,
+    ProgressOut,
+    RenameIn,
     RunOut,
     Text,
     TrackOut,
+    TrackProgressOut,
 )
-from heard.server.state import ServerSettings
+from heard.server.state import Runs, ServerSettings
 from heard.store.database import Database
 from heard.store.meetings import (
     MeetingSummary,
     TrackSpec,
+    delete_meeting,
+    forget_meeting,
     get_meeting,
     list_meetings,
     meeting_phrases,
+    phrase_of_evidence,
+    playback,
+    remember_meeting,
+    rename_participant,
     track_states,
 )
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.tracks import track_of, upload_track
-from heard.timeline.formats import render
+from heard.timeline.formats import TimedPhrase, render
+from heard.transcript.tokenize import tokenize
 
 __all__ = ["MAX_UPLOAD_BYTES", "MEDIA_TYPES", "router", "stored_bytes"]
 
@@ -198,6 +217,54 @@ def _listed_status(db: Database, m: MeetingSummary, owner: str) -> str:
     if m.status is not MeetingStatus.PENDING:
         return str(m.status)
     return jobs.meeting_label(m, track_states(db, m.id, owner))
+
+
+@router.get("/search", response_model=list[FoundOut], responses=BAD)
+def search(
+    q: Annotated[Text, Query(min_length=1, max_length=2000, description="What was said.")],
+    user: Caller,
+    settings: Settings,
+    memories: UserMemories,
+    k: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> list[FoundOut]:
+    """The phrases of the caller's meetings that say it, best first: memory recall over the
+    phrases, which every finished meeting adds to its owner's evidence."""
+    if not tokenize(q):
+        return []
+    memory = memories.current(user.owner)
+    with memory.lock:
+        hits = memory.index.recall(q, k=4 * k)  # some may be of conversations, not meetings
+    if memory.index.embedder is None:  # lexical: a phrase that says none of it only came
+        # along with its neighbours (context for an assistant, not a match for a search)
+        asked = set(analyze(q, ""))
+        hits = [h for h in hits if asked & set(analyze(f"{h.speaker} {h.text}", ""))]
+    found: list[FoundOut] = []
+    said: dict[uuid.UUID, tuple[MeetingSummary, list[TimedPhrase]] | None] = {}
+    for hit in hits:
+        where = phrase_of_evidence(hit.id)
+        if where is None:
+            continue
+        meeting_id, position = where
+        if meeting_id not in said:
+            try:
+                said[meeting_id] = (
+                    get_meeting(settings.db, meeting_id, user.owner),
+                    meeting_phrases(settings.db, meeting_id, user.owner),
+                )
+            except NotFoundError:  # deleted since
+                said[meeting_id] = None
+        if (stored := said[meeting_id]) is None:
+            continue
+        m, phrases = stored
+        if position >= len(phrases) or phrases[position].text != hit.text:
+            continue  # rebuilt since: the memory catches up at its next recall
+        p = phrases[position]
+        found.append(FoundOut(meeting_id=m.id, title=m.title, started_at=m.started_at,
+                              position=position, participant=p.participant, start=p.start_s,
+                              end=p.end_s, text=p.text, score=hit.score))  # fmt: skip
+        if len(found) == k:
+            break
+    return found
 
 
 @router.get("/{meeting_id}", response_model=MeetingOut, responses=NOT_FOUND)
@@ -388,3 +455,185 @@ def export(
 ) -> Response:
     doc = jobs.document(settings.db, meeting_id, user.owner)
     return Response(render(doc, format), media_type=MEDIA_TYPES[format])
+
+
+@router.delete(
+    "/{meeting_id}",
+    status_code=204,
+    responses={**NOT_FOUND, 409: {"model": ErrorOut, "description": "It is being transcribed."}},
+)
+def delete(meeting_id: uuid.UUID, user: Caller, settings: Settings, request: Request) -> None:
+    """Delete the meeting: its tracks, phrases, the audio uploaded for it, and what memory
+    kept of it."""
+    locations = delete_meeting(settings.db, meeting_id, user.owner)
+    forget_meeting(settings.db, meeting_id, user.owner)
+    folder = settings.uploads / user.owner / str(meeting_id)
+    ledger: StorageLedger = request.app.state.storage
+    for location in locations:
+        path = Path(location)
+        if path.parent == folder:  # only what the server keeps; a command line's files stay
+            with contextlib.suppress(OSError):
+                ledger.release(user.owner, path.stat().st_size)
+                path.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+@router.put(
+    "/{meeting_id}/participants/{participant}",
+    response_model=MeetingOut,
+    responses={**NOT_FOUND, **BAD, 409: {"model": ErrorOut, "description": "The name is taken."}},
+)
+def rename(
+    meeting_id: uuid.UUID,
+    participant: Participant,
+    body: RenameIn,
+    user: Caller,
+    settings: Settings,
+) -> MeetingOut:
+    """Rename a participant (a diarized "Speaker 2" to who it is): in the phrases, every
+    export, the memory's evidence, and every later rebuild."""
+    rename_participant(settings.db, meeting_id, participant, body.name, user.owner)
+    if get_meeting(settings.db, meeting_id, user.owner).phrases:
+        remember_meeting(settings.db, meeting_id)
+    return _meeting_out(settings.db, meeting_id, user.owner)
+
+
+@router.get("/{meeting_id}/playback", response_model=list[PlaybackOut], responses=NOT_FOUND)
+def playback_links(
+    meeting_id: uuid.UUID, user: Caller, settings: Settings, request: Request
+) -> list[PlaybackOut]:
+    """Each track's audio, as links an audio element can follow, and whose phrases it holds."""
+    token = request.headers.get("authorization", "").partition(" ")[2].strip()
+    out = []
+    for track in playback(settings.db, meeting_id, user.owner):
+        path = f"/v1/meetings/{meeting_id}/tracks/{track.participant}/audio"
+        url = quote(path)
+        if token:  # the local user of --local needs no ticket
+            url += "?" + tickets.sign(token, user, path)
+        out.append(PlaybackOut(participant=track.participant, offset_s=track.offset_s,
+                               voices=list(track.voices), url=url))  # fmt: skip
+    return out
+
+
+AUDIO_TYPES = (
+    (b"RIFF", "audio/wav"),
+    (b"fLaC", "audio/flac"),
+    (b"OggS", "audio/ogg"),
+    (b"ID3", "audio/mpeg"),
+    (b"\xff\xfb", "audio/mpeg"),
+    (b"\xff\xf3", "audio/mpeg"),
+    (b"\x1aE\xdf\xa3", "audio/webm"),
+)
+
+
+def audio_type(path: Path) -> str:
+    """The media type of the audio at ``path``, read from its first bytes."""
+    with path.open("rb") as f:
+        head = f.read(12)
+    if head[4:8] == b"ftyp":
+        return "audio/mp4"
+    for magic, media_type in AUDIO_TYPES:
+        if head.startswith(magic):
+            return media_type
+    return "application/octet-stream"
+
+
+@router.get(
+    "/{meeting_id}/tracks/{participant}/audio",
+    response_class=FileResponse,
+    responses={
+        **NOT_FOUND,
+        200: {"description": "The audio as uploaded.", "content": {"audio/*": {}}},
+        206: {"description": "The range asked for (a Range header)."},
+        416: {"model": ErrorOut, "description": "A range outside the file."},
+    },
+)
+def audio(
+    meeting_id: uuid.UUID, participant: Participant, user: Caller, settings: Settings
+) -> FileResponse:
+    """One track's audio as it was uploaded, with range requests (what an audio element
+    asks for when it seeks). The bearer token, or a link from ``playback``."""
+    for track in playback(settings.db, meeting_id, user.owner):
+        if track.participant == participant:
+            path = Path(track.location)
+            if not path.is_file():
+                raise NotFoundError(f"the audio of {participant!r} is no longer kept")
+            return FileResponse(path, media_type=audio_type(path),
+                                headers={"Cache-Control": "private, max-age=3600"})  # fmt: skip
+    raise NotFoundError(f"meeting {meeting_id} has no track of {participant!r}")
+
+
+def progress_of(
+    settings: ServerSettings, runs: Runs, meeting_id: uuid.UUID, owner: str
+) -> ProgressOut:
+    """How far the meeting's transcription has come: each track's fraction (this process's
+    runs report within a track; tracks on workers count when they are done), the whole,
+    and whether it is finished."""
+    stands = jobs.view(settings.db, meeting_id, owner)
+    tracks = []
+    for t in stands.tracks:
+        if t.status in (TrackStatus.DONE, TrackStatus.FAILED):
+            fraction = 1.0
+        elif t.status is TrackStatus.TRANSCRIBING:
+            fraction = runs.progress.fraction(t.id) or 0.0
+        else:
+            fraction = 0.0
+        tracks.append(TrackProgressOut(participant=t.participant, status=jobs.track_label(t),
+                                       fraction=round(fraction, 3),
+                                       error=_without_paths(t.last_error, t.location)))  # fmt: skip
+    finished = stands.meeting.status is not MeetingStatus.PENDING
+    whole = sum(t.fraction for t in tracks) / max(1, len(tracks))
+    return ProgressOut(
+        status=stands.status,
+        fraction=1.0 if finished else round(min(whole, 0.99), 3),
+        finished=finished,
+        phrases=stands.meeting.phrases,
+        tracks=tracks,
+    )
+
+
+PROGRESS_EVERY_S = 0.5
+KEEPALIVE_S = 15.0
+
+
+@router.get(
+    "/{meeting_id}/events",
+    response_class=StreamingResponse,
+    responses={
+        **NOT_FOUND,
+        200: {
+            "description": "Server-sent events: ``progress`` (JSON: status, fraction 0-1, "
+            "finished, phrases, tracks) whenever it changes, until the meeting is finished.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+    },
+)
+async def events(
+    meeting_id: uuid.UUID, user: Caller, settings: Settings, request: Request
+) -> StreamingResponse:
+    """The meeting's progress as it is transcribed, as server-sent events."""
+    runs: Runs = request.app.state.runs
+    first = await asyncio.to_thread(progress_of, settings, runs, meeting_id, user.owner)
+
+    async def stream() -> AsyncIterator[str]:
+        state, last, quiet = first, None, 0.0
+        while True:
+            if state != last:
+                yield f"event: progress\ndata: {state.model_dump_json()}\n\n"
+                last, quiet = state, 0.0
+            elif quiet >= KEEPALIVE_S:
+                yield ": still here\n\n"
+                quiet = 0.0
+            if state.finished or settings.stopping.is_set() or await request.is_disconnected():
+                return
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            quiet += PROGRESS_EVERY_S
+            try:
+                state = await asyncio.to_thread(progress_of, settings, runs, meeting_id, user.owner)
+            except NotFoundError:  # deleted meanwhile
+                yield 'event: gone\ndata: {"detail": "the meeting was deleted"}\n\n'
+                return
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)

@@ -112,9 +112,11 @@ async function startMicrophone() {
 }
 
 $("start").addEventListener("click", async () => {
-  if (!token()) { status("paste a token first (heard users add NAME prints one)"); return; }
+  await local;
+  if (!token() && !localMode) { status("paste a token first (heard users add NAME prints one)"); return; }
   localStorage.setItem("heard-token", token());
-  const params = new URLSearchParams({ token: token(), mode: $("mode").value, speaker: $("speaker").value || "you" });
+  const params = new URLSearchParams({ mode: $("mode").value, speaker: $("speaker").value || "you" });
+  if (token()) params.set("token", token());
   if ($("target").value.trim()) params.set("translate", $("target").value.trim());
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}/v1/live?${params}`);

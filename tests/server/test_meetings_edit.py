@@ -1,0 +1,378 @@
+"""What the meeting web app stands on: a track's audio played back (range requests, signed
+links), progress as server-sent events, renaming a participant, deleting a meeting, search
+across meetings, and local mode (``heard serve --local``). The recognizer and diarizer are
+the fakes of heard.testing; tests/server/test_meetings_app.py drives the real ones from a
+browser."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from fastapi.testclient import TestClient
+
+from heard.pipeline.run import run_pipeline
+from heard.server import tickets
+from heard.server.app import ServerSettings, create_app
+from heard.server.state import Watched
+from heard.speech import Segment
+from heard.store.database import Database
+from heard.store.evidence import load_utterances
+from heard.store.meetings import TrackSpec, create_meeting, track_states
+from heard.store.models import TrackStatus
+from heard.store.tracks import ClaimedTrack, claim_track
+from heard.store.users import add_user, revoke_tokens
+from heard.testing import FakeDiarizer, FakeTranscriber
+from tests.conftest import AUDIO
+
+Client = tuple[TestClient, dict[str, str], dict[str, str]]
+
+
+def _call(client: TestClient, headers: dict[str, str], db: Database) -> str:
+    """A two-person call uploaded as one recording and run: Speaker 1 says hello and the
+    budget, Speaker 2 answers."""
+    created = client.post(
+        "/v1/meetings",
+        json={"title": "call", "participants": [{"name": "call", "speakers": "auto"}]},
+        headers=headers,
+    )
+    mid: str = created.json()["id"]
+    wav = (AUDIO / "stereo_diarization.wav").read_bytes()
+    assert client.put(f"/v1/meetings/{mid}/tracks/call", content=wav, headers=headers).is_success
+    location = track_states(db, mid)[0].location
+    said = [Segment(0.0, 1.0, "hello there"), Segment(1.5, 2.5, "the budget is approved"),
+            Segment(3.0, 4.0, "thanks")]  # fmt: skip
+    turns = [(0.0, 1.2, 0), (1.4, 2.6, 0), (2.9, 4.2, 1)]
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber({location: said}),
+                 diarizer=FakeDiarizer({location: turns}))  # fmt: skip
+    return mid
+
+
+def _phrases(client: TestClient, mid: str, headers: dict[str, str]) -> list[tuple[str, str]]:
+    got = client.get(f"/v1/meetings/{mid}/phrases", headers=headers).json()
+    return [(p["participant"], p["text"]) for p in got]
+
+
+# ---- playback ----
+
+
+def test_a_track_plays_back_by_signed_link_with_ranges(server: Client, db: Database) -> None:
+    client, alice, bob = server
+    mid = _call(client, alice, db)
+    links = client.get(f"/v1/meetings/{mid}/playback", headers=alice).json()
+    assert [(t["participant"], t["voices"]) for t in links] == [
+        ("call", ["Speaker 1", "Speaker 2"])
+    ]
+    url = links[0]["url"]
+    whole = (AUDIO / "stereo_diarization.wav").read_bytes()
+    # the link alone opens it (an audio element sends no token), a range at a time
+    part = client.get(url, headers={"Range": "bytes=100-199"})
+    assert part.status_code == 206
+    assert part.content == whole[100:200]
+    assert part.headers["content-type"] == "audio/wav"
+    assert part.headers["content-range"] == f"bytes 100-199/{len(whole)}"
+    assert client.get(url).content == whole
+    # the bearer token opens it too; bob's does not, nor no token at all
+    path = urlsplit(url).path
+    assert client.get(path, headers=alice).content == whole
+    assert client.get(path, headers=bob).status_code == 404
+    assert client.get(path).status_code == 401
+
+
+def test_a_link_opens_only_its_path_until_it_expires_or_its_token_goes(
+    server: Client, db: Database
+) -> None:
+    client, alice, _ = server
+    mid = _call(client, alice, db)
+    url = client.get(f"/v1/meetings/{mid}/playback", headers=alice).json()[0]["url"]
+    split = urlsplit(url)
+    query = {k: v[0] for k, v in parse_qs(split.query).items()}
+    assert "heard_" not in url  # the token itself is never in a link
+    other = split.path.replace("/tracks/call/", "/tracks/someone/")
+    assert client.get(f"{other}?{split.query}").status_code == 401
+    forged = dict(query, sig="0" * 64)
+    assert client.get(split.path, params=forged).status_code == 401
+    later = dict(query, expires=str(int(query["expires"]) + 60))  # moved on: the sig breaks
+    assert client.get(split.path, params=later).status_code == 401
+    token = alice["Authorization"].split()[1]
+    user = tickets.token_digests(db, uuid.UUID(query["user"]))
+    assert user is not None
+    stale = tickets.sign(token, user[0], split.path, now=time.time() - tickets.TICKET_S - 1)
+    assert client.get(f"{split.path}?{stale}").status_code == 401
+    assert client.get(url).status_code == 200
+    revoke_tokens(db, "alice", token)
+    assert client.get(url).status_code == 401
+
+
+def test_audio_of_a_track_with_no_upload_or_lost_file_is_a_404(
+    server: Client, db: Database
+) -> None:
+    client, alice, _ = server
+    created = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
+                          headers=alice).json()  # fmt: skip
+    mid = created["id"]
+    assert client.get(f"/v1/meetings/{mid}/playback", headers=alice).json() == []
+    assert client.get(f"/v1/meetings/{mid}/tracks/a/audio", headers=alice).status_code == 404
+    body = (AUDIO / "jfk.flac").read_bytes()
+    client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=alice)
+    Path(track_states(db, mid)[0].location).unlink()
+    lost = client.get(f"/v1/meetings/{mid}/tracks/a/audio", headers=alice)
+    assert lost.status_code == 404
+    assert "no longer kept" in lost.json()["detail"]
+
+
+# ---- progress ----
+
+
+def test_progress_streams_as_events_until_the_meeting_is_finished(
+    db: Database, tmp_path: Path
+) -> None:
+    _, token = add_user(db, "ana")
+    headers = {"Authorization": f"Bearer {token}"}
+    fake = FakeTranscriber({}, before=lambda _: time.sleep(0.6))  # each track takes a while
+    fake.by_location = defaultdict(lambda: [Segment(0.0, 1.0, "hello")])
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=fake))
+    with TestClient(app) as client:
+        mid = client.post("/v1/meetings", json={"title": "t", "participants": [
+            {"name": "a"}, {"name": "b"}]}, headers=headers).json()["id"]  # fmt: skip
+        for name in ("a", "b"):
+            body = (AUDIO / "jfk.flac").read_bytes()
+            client.put(f"/v1/meetings/{mid}/tracks/{name}", content=body, headers=headers)
+        assert client.post(f"/v1/meetings/{mid}/run", headers=headers).json()["started"]
+        states = []
+        with client.stream("GET", f"/v1/meetings/{mid}/events", headers=headers) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            event = ""
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
+                    assert event == "progress"
+                    states.append(json.loads(line[6:]))
+        fractions = [s["fraction"] for s in states]
+        assert fractions == sorted(fractions)  # it only goes forward
+        assert states[-1]["finished"]
+        assert states[-1]["fraction"] == 1.0
+        assert states[-1]["status"] == "complete"
+        assert not any(s["finished"] for s in states[:-1])
+        assert any(0 < s["fraction"] < 1 for s in states)  # one track done, one not yet
+        assert client.get(f"/v1/meetings/{mid}/events", headers=headers).text.count("event:") == 1
+
+
+def test_a_diarized_track_counts_both_passes() -> None:
+    watched = Watched()
+    track = ClaimedTrack(uuid.uuid4(), "call", "x.wav", None, 0, speakers="auto")
+    watched.started(track)
+    watched.advanced(track, 10, 10)  # who spoke when: done
+    assert watched.fraction(track.id) == 0.5
+    watched.advanced(track, 2, 10)  # the words: a fifth in
+    assert watched.fraction(track.id) == pytest.approx(0.6)
+    watched.finished(track, TrackStatus.DONE)
+    assert watched.fraction(track.id) is None
+
+
+def test_events_of_someone_elses_meeting_are_a_404(server: Client, db: Database) -> None:
+    client, alice, bob = server
+    mid = _call(client, alice, db)
+    assert client.get(f"/v1/meetings/{mid}/events", headers=bob).status_code == 404
+
+
+# ---- rename ----
+
+
+def test_a_renamed_speaker_is_renamed_everywhere_and_stays_so(server: Client, db: Database) -> None:
+    client, alice, _bob = server
+    mid = _call(client, alice, db)
+    renamed = client.put(f"/v1/meetings/{mid}/participants/Speaker 2", json={"name": "Bob"},
+                         headers=alice)  # fmt: skip
+    assert renamed.status_code == 200, renamed.text
+    assert "Bob" in renamed.json()["participants"]
+    expected = [("Speaker 1", "hello there the budget is approved"), ("Bob", "thanks")]
+    assert _phrases(client, mid, alice) == expected
+    for fmt, line in (("srt", "Bob: thanks"), ("txt", "Bob"), ("vtt", "<v Bob>thanks")):
+        assert line in client.get(f"/v1/meetings/{mid}/export?format=" + fmt, headers=alice).text
+    # a rebuild (the run again) keeps the name: it is stored on the recording
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber({}))
+    assert _phrases(client, mid, alice) == expected
+    # memory's evidence says who said it now
+    said = {e.text: e.speaker for e in load_utterances(db, owner=_owner(client, alice))}
+    assert said["thanks"] == "Bob"
+
+
+def _owner(client: TestClient, headers: dict[str, str]) -> str:
+    return str(client.get("/v1/me", headers=headers).json()["id"])
+
+
+def test_an_own_track_participant_is_renamed(server: Client, db: Database) -> None:
+    client, alice, _ = server
+    created = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
+                          headers=alice).json()  # fmt: skip
+    mid = created["id"]
+    client.put(f"/v1/meetings/{mid}/tracks/a", content=(AUDIO / "jfk.flac").read_bytes(),
+               headers=alice)  # fmt: skip
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber({
+        track_states(db, mid)[0].location: [Segment(0, 1, "ask not")]}))  # fmt: skip
+    assert client.put(f"/v1/meetings/{mid}/participants/a", json={"name": "JFK"},
+                      headers=alice).status_code == 200  # fmt: skip
+    assert _phrases(client, mid, alice) == [("JFK", "ask not")]
+    # the track goes by the new name too
+    assert client.get(f"/v1/meetings/{mid}/tracks/JFK/audio", headers=alice).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "status"),
+    [
+        ("Speaker 2", "speaker 1", 409),  # another participant's name, in any case
+        ("Nobody", "Ana", 404),
+        ("Speaker 2", "", 422),
+        ("Speaker 2", "a/b", 422),
+        ("Speaker 2", "x\u202ey", 422),
+        ("Speaker 2", "x" * 201, 422),
+    ],
+)
+def test_a_rename_that_cannot_be_is_refused_and_changes_nothing(
+    server: Client, db: Database, old: str, new: str, status: int
+) -> None:
+    client, alice, _ = server
+    mid = _call(client, alice, db)
+    before = _phrases(client, mid, alice)
+    reply = client.put(f"/v1/meetings/{mid}/participants/{old}", json={"name": new},
+                       headers=alice)  # fmt: skip
+    assert reply.status_code == status, reply.text
+    assert _phrases(client, mid, alice) == before
+
+
+def test_someone_elses_meeting_cannot_be_renamed_or_deleted(server: Client, db: Database) -> None:
+    client, alice, bob = server
+    mid = _call(client, alice, db)
+    assert client.put(f"/v1/meetings/{mid}/participants/Speaker 1", json={"name": "x"},
+                      headers=bob).status_code == 404  # fmt: skip
+    assert client.delete(f"/v1/meetings/{mid}", headers=bob).status_code == 404
+    assert client.get(f"/v1/meetings/{mid}", headers=alice).status_code == 200
+
+
+# ---- delete ----
+
+
+def test_a_deleted_meeting_takes_its_audio_and_memory_with_it(
+    server: Client, db: Database, tmp_path: Path
+) -> None:
+    client, alice, _ = server
+    mid = _call(client, alice, db)
+    kept = Path(track_states(db, mid)[0].location)
+    assert kept.is_file()
+    assert client.get("/v1/meetings/search", params={"q": "budget"}, headers=alice).json()
+    assert client.delete(f"/v1/meetings/{mid}", headers=alice).status_code == 204
+    assert not kept.exists()
+    assert not kept.parent.exists()
+    assert client.get(f"/v1/meetings/{mid}", headers=alice).status_code == 404
+    assert client.delete(f"/v1/meetings/{mid}", headers=alice).status_code == 404
+    assert client.get("/v1/meetings/search", params={"q": "budget"}, headers=alice).json() == []
+    assert load_utterances(db, owner=_owner(client, alice)) == []
+    # the memory that held its phrases forgets them too
+    recalled = client.post("/v1/memory/recall", json={"query": "budget"}, headers=alice)
+    assert recalled.json() == []
+
+
+def test_a_meeting_being_transcribed_is_not_deleted(server: Client, db: Database) -> None:
+    client, alice, _ = server
+    created = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
+                          headers=alice).json()  # fmt: skip
+    mid = created["id"]
+    client.put(f"/v1/meetings/{mid}/tracks/a", content=(AUDIO / "jfk.flac").read_bytes(),
+               headers=alice)  # fmt: skip
+    from heard.store.models import utc_now
+
+    assert claim_track(db, track_states(db, mid)[0].id, utc_now()) is not None
+    refused = client.delete(f"/v1/meetings/{mid}", headers=alice)
+    assert refused.status_code == 409
+    assert "being transcribed" in refused.json()["detail"]
+    assert Path(track_states(db, mid)[0].location).is_file()
+
+
+def test_deleting_a_command_line_meeting_leaves_the_users_files(
+    db: Database, tmp_path: Path
+) -> None:
+    own = tmp_path / "mine.flac"
+    own.write_bytes((AUDIO / "jfk.flac").read_bytes())
+    mid = create_meeting(db, title="cli", tracks=[TrackSpec("me", str(own))])
+    app = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        assert client.delete(f"/v1/meetings/{mid}").status_code == 204
+    assert own.is_file()
+
+
+# ---- search ----
+
+
+def test_search_finds_the_phrase_that_says_it_in_the_callers_meetings(
+    server: Client, db: Database
+) -> None:
+    client, alice, bob = server
+    mid = _call(client, alice, db)
+    found = client.get("/v1/meetings/search", params={"q": "approved budget"}, headers=alice)
+    assert found.status_code == 200
+    hits = found.json()
+    assert [(h["meeting_id"], h["position"], h["participant"]) for h in hits] == [
+        (mid, 0, "Speaker 1")
+    ]
+    assert hits[0]["text"] == "hello there the budget is approved"
+    assert hits[0]["title"] == "call"
+    assert client.get("/v1/meetings/search", params={"q": "budget"}, headers=bob).json() == []
+    assert client.get("/v1/meetings/search", params={"q": "the"}, headers=alice).json() == []
+    assert client.get("/v1/meetings/search", params={"q": ""}, headers=alice).status_code == 422
+
+
+# ---- local mode ----
+
+
+def test_local_mode_answers_this_machine_without_a_token_as_the_cli_user(
+    db: Database, tmp_path: Path
+) -> None:
+    mid = create_meeting(db, title="from the cli", tracks=[TrackSpec("me", "/x.wav")])
+    _, token = add_user(db, "ana")
+    local = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
+    with TestClient(local, base_url="http://127.0.0.1:8000") as client:
+        assert [m["id"] for m in client.get("/v1/meetings").json()] == [str(mid)]
+        assert client.get("/v1/me").json()["name"] == "local"
+        # a token still acts as its own user
+        mine = client.get("/v1/meetings", headers={"Authorization": f"Bearer {token}"}).json()
+        assert mine == []
+        # a page of another site (a foreign Origin), or a name that is not loopback (DNS
+        # rebinding), is not this machine's user
+        assert client.get("/v1/meetings", headers={"Origin": "http://evil.test"}).status_code == 401
+        assert client.get("/v1/meetings", headers={"Host": "evil.test"}).status_code == 401
+        same = {"Origin": "http://127.0.0.1:8000"}
+        assert client.get("/v1/meetings", headers=same).status_code == 200
+    with TestClient(local, base_url="http://localhost:8000") as client:
+        assert client.get("/v1/meetings").status_code == 200
+    # without --local, no token is no one
+    served = create_app(ServerSettings(db, tmp_path / "uploads"))
+    with TestClient(served, base_url="http://127.0.0.1:8000") as client:
+        assert client.get("/v1/meetings").status_code == 401
+
+
+def test_serve_refuses_local_mode_off_loopback() -> None:
+    from typer.testing import CliRunner
+
+    from heard.cli import app as cli
+
+    refused = CliRunner().invoke(cli, ["serve", "--local", "--host", "0.0.0.0"])
+    assert refused.exit_code == 2
+    assert "loopback" in refused.output
+
+
+def test_a_finished_meeting_is_its_owners_evidence(db: Database) -> None:
+    mid = create_meeting(db, title="t", tracks=[TrackSpec("ana", "/a.wav")])
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber({"/a.wav": [Segment(0, 1, "hi all")]}))
+    said = load_utterances(db, owner="")
+    assert [(e.speaker, e.text, e.conversation) for e in said] == [
+        ("ana", "hi all", f"meeting:{mid}")
+    ]
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber({}))  # again: not twice
+    assert len(load_utterances(db, owner="")) == 1
