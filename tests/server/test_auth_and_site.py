@@ -74,7 +74,7 @@ def test_openapi_lists_every_route(server) -> None:  # type: ignore[no-untyped-d
         "/v1/meetings/{meeting_id}/playback",
         "/v1/meetings/{meeting_id}/participants/{participant}",
         "/v1/meetings/{meeting_id}/tracks/{participant}/audio",
-        "/v1/meetings/search",
+        "/v1/search",
         "/v1/memory/evidence",
         "/v1/memory/recall",
         "/v1/memory/pages",

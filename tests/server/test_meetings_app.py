@@ -142,7 +142,7 @@ def test_upload_watch_read_play_rename_export_search_delete(  # type: ignore[no-
     page.get_by_role("button", name="Search", exact=True).click()
     hit = page.locator("#found .hit a").first
     expect(hit).to_contain_text("Kick-off")
-    page.screenshot(path=str(ARTIFACTS / "meetings-search.png"))
+    page.screenshot(path=str(ARTIFACTS / "meetings-search.png"), full_page=True)
     hit.click()
     current = page.locator("#timeline .phrase.playing")
     expect(current).to_have_count(1)
@@ -154,6 +154,40 @@ def test_upload_watch_read_play_rename_export_search_delete(  # type: ignore[no-
     expect(page.locator("#status")).to_contain_text("deleted")
     expect(page.locator("#meetings tbody tr")).to_have_count(0)
     assert foreign == []
+
+
+def test_one_file_per_participant_plays_each_track_at_its_offset(  # type: ignore[no-untyped-def]
+    browser, server
+) -> None:
+    from playwright.sync_api import expect
+
+    url, token, _ = server
+    page = browser.new_page()
+    page.goto(url + "/meetings")
+    page.fill("#token", token)
+    page.click("#load")
+    page.fill("#title", "Two tracks")
+    page.check("input[name=mode][value=tracks]")
+    rows = page.locator("#track-rows tbody tr")
+    expect(rows).to_have_count(2)
+    for row, (name, audio, offset) in zip(
+        rows.all(), [("Ana", "jfk.flac", "0"), ("Bob", "jfk.flac", "20")], strict=True
+    ):
+        row.locator(".track-file").set_input_files(str(AUDIO / audio))
+        row.locator(".track-name").fill(name)
+        row.locator(".track-offset").fill(offset)
+    page.click("#send")
+    expect(page.locator("#job-status")).to_have_text(re.compile(r"^complete"), timeout=180_000)
+    expect(page.locator("#speaker-list .speaker .who")).to_have_text(["Ana", "Bob"])
+    bob = page.locator("#timeline .phrase", has=page.locator(".who", has_text="Bob")).first
+    start = _seconds(bob.locator(".time").inner_text())
+    assert start >= 20
+    bob.click()
+    # Bob's own track, at the phrase's time less his offset
+    page.wait_for_function(
+        "() => document.getElementById('player').src.includes('/tracks/Bob/audio')"
+        f" && Math.abs(document.getElementById('player').currentTime - {start - 20}) < 1.5"
+    )
 
 
 def _seconds(clock: str) -> float:

@@ -266,13 +266,13 @@ def test_a_deleted_meeting_takes_its_audio_and_memory_with_it(
     mid = _call(client, alice, db)
     kept = Path(track_states(db, mid)[0].location)
     assert kept.is_file()
-    assert client.get("/v1/meetings/search", params={"q": "budget"}, headers=alice).json()
+    assert client.get("/v1/search", params={"q": "budget"}, headers=alice).json()
     assert client.delete(f"/v1/meetings/{mid}", headers=alice).status_code == 204
     assert not kept.exists()
     assert not kept.parent.exists()
     assert client.get(f"/v1/meetings/{mid}", headers=alice).status_code == 404
     assert client.delete(f"/v1/meetings/{mid}", headers=alice).status_code == 404
-    assert client.get("/v1/meetings/search", params={"q": "budget"}, headers=alice).json() == []
+    assert client.get("/v1/search", params={"q": "budget"}, headers=alice).json() == []
     assert load_utterances(db, owner=_owner(client, alice)) == []
     # the memory that held its phrases forgets them too
     recalled = client.post("/v1/memory/recall", json={"query": "budget"}, headers=alice)
@@ -315,7 +315,7 @@ def test_search_finds_the_phrase_that_says_it_in_the_callers_meetings(
 ) -> None:
     client, alice, bob = server
     mid = _call(client, alice, db)
-    found = client.get("/v1/meetings/search", params={"q": "approved budget"}, headers=alice)
+    found = client.get("/v1/search", params={"q": "approved budget"}, headers=alice)
     assert found.status_code == 200
     hits = found.json()
     assert [(h["meeting_id"], h["position"], h["participant"]) for h in hits] == [
@@ -323,9 +323,9 @@ def test_search_finds_the_phrase_that_says_it_in_the_callers_meetings(
     ]
     assert hits[0]["text"] == "hello there the budget is approved"
     assert hits[0]["title"] == "call"
-    assert client.get("/v1/meetings/search", params={"q": "budget"}, headers=bob).json() == []
-    assert client.get("/v1/meetings/search", params={"q": "the"}, headers=alice).json() == []
-    assert client.get("/v1/meetings/search", params={"q": ""}, headers=alice).status_code == 422
+    assert client.get("/v1/search", params={"q": "budget"}, headers=bob).json() == []
+    assert client.get("/v1/search", params={"q": "the"}, headers=alice).json() == []
+    assert client.get("/v1/search", params={"q": ""}, headers=alice).status_code == 422
 
 
 # ---- local mode ----

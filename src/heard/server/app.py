@@ -100,7 +100,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
             max_age=600,
         )
     app.mount("/static", StaticFiles(directory=site.STATIC), name="static")
-    for router in (site.router, meetings.router, memory.router, openai.router, deepgram.router):
+    routers = (site.router, meetings.search_router, meetings.router, memory.router,
+               openai.router, deepgram.router)  # fmt: skip
+    for router in routers:
         app.include_router(router)
     session.mount(app, "/v1/live", live.LiveCodec, live.refuse)
     session.mount(app, "/v1/listen", listen.DeepgramCodec, listen.refuse)

@@ -63,7 +63,7 @@ from heard.store.tracks import track_of, upload_track
 from heard.timeline.formats import TimedPhrase, render
 from heard.transcript.tokenize import tokenize
 
-__all__ = ["MAX_UPLOAD_BYTES", "MEDIA_TYPES", "router", "stored_bytes"]
+__all__ = ["MAX_UPLOAD_BYTES", "MEDIA_TYPES", "router", "search_router", "stored_bytes"]
 
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 MEDIA_TYPES = {
@@ -93,6 +93,8 @@ EXPORTED_JSON = {
 """What ``format=json`` returns: the timeline's phrases (``heard.timeline.formats``)."""
 
 router = APIRouter(prefix="/v1/meetings", route_class=StrictJSONRoute)
+search_router = APIRouter(prefix="/v1", route_class=StrictJSONRoute)
+"""``GET /v1/search``: what was said, across the caller's meetings."""
 log = logging.getLogger("heard.server")
 
 Participant = Annotated[Text, FastAPIPath(min_length=1, max_length=200)]
@@ -219,7 +221,7 @@ def _listed_status(db: Database, m: MeetingSummary, owner: str) -> str:
     return jobs.meeting_label(m, track_states(db, m.id, owner))
 
 
-@router.get("/search", response_model=list[FoundOut], responses=BAD)
+@search_router.get("/search", response_model=list[FoundOut], responses=BAD)
 def search(
     q: Annotated[Text, Query(min_length=1, max_length=2000, description="What was said.")],
     user: Caller,

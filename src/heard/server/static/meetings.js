@@ -47,7 +47,7 @@ async function search(event) {
   list.replaceChildren();
   $("results").hidden = false;
   try {
-    const found = await (await api("/v1/meetings/search?" + new URLSearchParams({ q, k: "20" }))).json();
+    const found = await (await api("/v1/search?" + new URLSearchParams({ q, k: "20" }))).json();
     if (!found.length) list.append(el("li", "empty", `nothing said matches "${q}"`));
     for (const f of found) {
       const item = el("li", "hit");
