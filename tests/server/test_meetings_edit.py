@@ -376,3 +376,25 @@ def test_a_finished_meeting_is_its_owners_evidence(db: Database) -> None:
     ]
     run_pipeline(mid, db=db, transcriber=FakeTranscriber({}))  # again: not twice
     assert len(load_utterances(db, owner="")) == 1
+
+
+def test_local_mode_live_socket_needs_no_token_and_stores_for_the_local_user(
+    db: Database, tmp_path: Path
+) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    app = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
+    final = json.dumps({"t_ms": 0, "type": "final", "text": "We ship on Friday.", "speaker": "ana"})
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        with client.websocket_connect("ws://127.0.0.1:8000/v1/live?mode=relaxed") as ws:
+            ws.send_text(final)
+            while ws.receive_json()["type"] != "final":  # acknowledged once stored
+                pass
+        foreign = {"Origin": "http://evil.test"}
+        with (
+            pytest.raises(WebSocketDisconnect) as refused,
+            client.websocket_connect("ws://127.0.0.1:8000/v1/live", headers=foreign) as ws,
+        ):
+            ws.receive_json()
+        assert refused.value.code == 1008
+    assert [e.text for e in load_utterances(db, owner="")] == ["We ship on Friday."]
