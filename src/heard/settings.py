@@ -126,6 +126,11 @@ class Settings:
         "Web origins (comma-separated, e.g. https://app.example.com) whose pages may call "
         "`heard serve` from a browser; empty: none, only heard's own pages.",
     )  # fmt: skip
+    link_secret: str = _var(
+        "HEARD_LINK_SECRET", "",
+        "The key that signs the meetings page's audio links (with the asking token); empty: a "
+        "random one per server process. Give every server behind one address the same.",
+    )  # fmt: skip
 
     @classmethod
     def variables(cls) -> dict[str, str]:

@@ -3,8 +3,8 @@ recognizer (tiny.en) and diarizer: a user uploads a real two-person meeting (AMI
 CC BY 4.0, tests/data/diarization/README.md), watches it transcribe, reads it beside its
 audio, renames a speaker, exports, searches, deletes; a bad file gets a clear message; in
 local mode (``heard serve --local``) a meeting made by ``heard transcribe`` shows with no
-token. Each view's screenshot is kept in test-artifacts/ (docs/images/ holds the copies the
-docs show). tools/test.sh installs chromium (apt) and Playwright (pip)."""
+token. Each view's screenshot is kept in test-artifacts/ (docs/meetings-*.png are copies,
+shown by docs/meeting-app.md). tools/test.sh installs chromium (apt) and Playwright (pip)."""
 
 from __future__ import annotations
 
@@ -119,6 +119,13 @@ def test_upload_watch_read_play_rename_export_search_delete(  # type: ignore[no-
     page.wait_for_function(
         f"() => Math.abs(document.getElementById('player').currentTime - {start}) < 1.5"
     )
+    # as the audio plays on, the highlight follows it to the phrase being heard
+    before = phrases.nth(phrases.count() - 2)
+    before.click()
+    expect(before).to_have_class(re.compile(r"\bplaying\b"))
+    expect(later).to_have_class(re.compile(r"\bplaying\b"), timeout=30_000)
+    expect(before).not_to_have_class(re.compile(r"\bplaying\b"))
+    player.evaluate("e => e.pause()")
     assert player.evaluate("e => e.src").startswith(url + "/v1/meetings/")
     assert "sig=" in player.evaluate("e => e.src")  # a signed link: no token in the page's URL
     page.screenshot(path=str(ARTIFACTS / "meetings-transcript.png"), full_page=True)
@@ -151,8 +158,8 @@ def test_upload_watch_read_play_rename_export_search_delete(  # type: ignore[no-
     # delete it: gone from the list, and from search
     page.once("dialog", lambda d: d.accept())
     page.click("#delete")
-    expect(page.locator("#status")).to_contain_text("deleted")
     expect(page.locator("#meetings tbody tr")).to_have_count(0)
+    expect(page.locator("#status")).to_have_text('deleted "Kick-off"; no meetings yet')
     assert foreign == []
 
 

@@ -31,6 +31,8 @@ from heard.testing import FakeDiarizer, FakeTranscriber
 from tests.conftest import AUDIO
 
 Client = tuple[TestClient, dict[str, str], dict[str, str]]
+HERE = ("127.0.0.1", 50000)
+"""A test client's address on this machine's loopback (local mode answers no other)."""
 
 
 def _call(client: TestClient, headers: dict[str, str], db: Database) -> str:
@@ -102,7 +104,14 @@ def test_a_link_opens_only_its_path_until_it_expires_or_its_token_goes(
     token = alice["Authorization"].split()[1]
     user = tickets.token_digests(db, uuid.UUID(query["user"]))
     assert user is not None
-    stale = tickets.sign(token, user[0], split.path, now=time.time() - tickets.TICKET_S - 1)
+    secret = client.app.state.settings.link_secret  # type: ignore[attr-defined]
+    stale = tickets.sign(secret, token, user[0], split.path, now=time.time() - tickets.TICKET_S - 1)
+    assert client.get(f"{split.path}?{tickets.sign(secret, token, user[0], split.path)}").is_success
+    # made with the digest alone (what the database holds), it opens nothing
+    assert (
+        client.get(f"{split.path}?{tickets.sign(b'', token, user[0], split.path)}").status_code
+        == 401
+    )
     assert client.get(f"{split.path}?{stale}").status_code == 401
     assert client.get(url).status_code == 200
     revoke_tokens(db, "alice", token)
@@ -302,7 +311,7 @@ def test_deleting_a_command_line_meeting_leaves_the_users_files(
     own.write_bytes((AUDIO / "jfk.flac").read_bytes())
     mid = create_meeting(db, title="cli", tracks=[TrackSpec("me", str(own))])
     app = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
-    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+    with TestClient(app, base_url="http://127.0.0.1:8000", client=HERE) as client:
         assert client.delete(f"/v1/meetings/{mid}").status_code == 204
     assert own.is_file()
 
@@ -337,7 +346,7 @@ def test_local_mode_answers_this_machine_without_a_token_as_the_cli_user(
     mid = create_meeting(db, title="from the cli", tracks=[TrackSpec("me", "/x.wav")])
     _, token = add_user(db, "ana")
     local = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
-    with TestClient(local, base_url="http://127.0.0.1:8000") as client:
+    with TestClient(local, base_url="http://127.0.0.1:8000", client=HERE) as client:
         assert [m["id"] for m in client.get("/v1/meetings").json()] == [str(mid)]
         assert client.get("/v1/me").json()["name"] == "local"
         # a token still acts as its own user
@@ -349,11 +358,18 @@ def test_local_mode_answers_this_machine_without_a_token_as_the_cli_user(
         assert client.get("/v1/meetings", headers={"Host": "evil.test"}).status_code == 401
         same = {"Origin": "http://127.0.0.1:8000"}
         assert client.get("/v1/meetings", headers=same).status_code == 200
-    with TestClient(local, base_url="http://localhost:8000") as client:
+        # through a proxy, or from another site's page by a browser's own account
+        for header in ({"X-Forwarded-For": "203.0.113.9"}, {"Forwarded": "for=203.0.113.9"},
+                       {"Sec-Fetch-Site": "cross-site"}):  # fmt: skip
+            assert client.get("/v1/meetings", headers=header).status_code == 401
+    # from another machine, whatever it names as the host
+    with TestClient(local, base_url="http://127.0.0.1:8000", client=("192.0.2.7", 1)) as client:
+        assert client.get("/v1/meetings").status_code == 401
+    with TestClient(local, base_url="http://localhost:8000", client=HERE) as client:
         assert client.get("/v1/meetings").status_code == 200
     # without --local, no token is no one
     served = create_app(ServerSettings(db, tmp_path / "uploads"))
-    with TestClient(served, base_url="http://127.0.0.1:8000") as client:
+    with TestClient(served, base_url="http://127.0.0.1:8000", client=HERE) as client:
         assert client.get("/v1/meetings").status_code == 401
 
 
@@ -385,7 +401,7 @@ def test_local_mode_live_socket_needs_no_token_and_stores_for_the_local_user(
 
     app = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
     final = json.dumps({"t_ms": 0, "type": "final", "text": "We ship on Friday.", "speaker": "ana"})
-    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+    with TestClient(app, base_url="http://127.0.0.1:8000", client=HERE) as client:
         with client.websocket_connect("ws://127.0.0.1:8000/v1/live?mode=relaxed") as ws:
             ws.send_text(final)
             while ws.receive_json()["type"] != "final":  # acknowledged once stored
@@ -398,3 +414,90 @@ def test_local_mode_live_socket_needs_no_token_and_stores_for_the_local_user(
             ws.receive_json()
         assert refused.value.code == 1008
     assert [e.text for e in load_utterances(db, owner="")] == ["We ship on Friday."]
+
+
+def test_a_token_users_signed_link_plays_in_local_mode_too(db: Database, tmp_path: Path) -> None:
+    _, token = add_user(db, "ana")
+    headers = {"Authorization": f"Bearer {token}"}
+    local = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
+    with TestClient(local, base_url="http://127.0.0.1:8000", client=HERE) as client:
+        mid = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
+                          headers=headers).json()["id"]  # fmt: skip
+        body = (AUDIO / "jfk.flac").read_bytes()
+        client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=headers)
+        url = client.get(f"/v1/meetings/{mid}/playback", headers=headers).json()[0]["url"]
+        assert client.get(url).content == body  # ana's, though no token came with it
+
+
+def test_an_upload_that_ends_after_its_meeting_was_deleted_keeps_nothing(
+    server: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import heard.server.routes.meetings as routes
+    from heard.store.meetings import delete_meeting
+
+    client, alice, _ = server
+    mid = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
+                      headers=alice).json()["id"]  # fmt: skip
+    kept = routes.upload_track
+
+    def deleted_meanwhile(db: Database, track_id: uuid.UUID, location: str) -> str:
+        delete_meeting(db, mid)
+        return kept(db, track_id, location)
+
+    monkeypatch.setattr(routes, "upload_track", deleted_meanwhile)
+    body = (AUDIO / "jfk.flac").read_bytes()
+    refused = client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=alice)
+    assert refused.status_code == 404
+    assert "deleted" in refused.json()["detail"]
+    assert list((tmp_path / "uploads").rglob("*.audio")) == []
+
+
+def test_the_local_users_uploads_have_a_folder_of_their_own(db: Database, tmp_path: Path) -> None:
+    _, token = add_user(db, "ana")
+    local = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
+    body = (AUDIO / "jfk.flac").read_bytes()
+    with TestClient(local, base_url="http://127.0.0.1:8000", client=HERE) as client:
+        for headers in ({}, {"Authorization": f"Bearer {token}"}):
+            mid = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
+                              headers=headers).json()["id"]  # fmt: skip
+            assert client.put(f"/v1/meetings/{mid}/tracks/a", content=body,
+                              headers=headers).is_success  # fmt: skip
+    folders = sorted(p.parent.parent.name for p in (tmp_path / "uploads").rglob("*.audio"))
+    assert len(folders) == 2
+    assert "local" in folders
+
+
+def test_renaming_a_recording_keeps_its_speakers_names(server: Client, db: Database) -> None:
+    client, alice, _ = server
+    rooms = [{"name": "roomA", "speakers": "auto"}, {"name": "roomB", "speakers": "auto"}]
+    mid = client.post("/v1/meetings", json={"title": "t", "participants": rooms},
+                      headers=alice).json()["id"]  # fmt: skip
+    for room, audio in (("roomA", "jfk.flac"), ("roomB", "stereo_diarization.wav")):
+        body = (AUDIO / audio).read_bytes()
+        assert client.put(f"/v1/meetings/{mid}/tracks/{room}", content=body,
+                          headers=alice).is_success  # fmt: skip
+    where = {t.participant: t.location for t in track_states(db, mid)}
+    said = {where["roomA"]: [Segment(0.0, 1.0, "one")], where["roomB"]: [Segment(5.0, 6.0, "two")]}
+    turns = {where["roomA"]: [(0.0, 1.0, 0)], where["roomB"]: [(5.0, 6.0, 0)]}
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber(said), diarizer=FakeDiarizer(turns))
+    before = [("roomA speaker 1", "one"), ("roomB speaker 1", "two")]
+    assert _phrases(client, mid, alice) == before
+    assert client.put(f"/v1/meetings/{mid}/participants/roomB", json={"name": "Kitchen"},
+                      headers=alice).status_code == 200  # fmt: skip
+    links = client.get(f"/v1/meetings/{mid}/playback", headers=alice).json()
+    assert {t["participant"]: t["voices"] for t in links}["Kitchen"] == ["roomB speaker 1"]
+    run_pipeline(mid, db=db, transcriber=FakeTranscriber({}))  # rebuilt: the names stay
+    assert _phrases(client, mid, alice) == before
+
+
+def test_search_remembers_a_built_meeting_memory_has_nothing_of(
+    server: Client, db: Database
+) -> None:
+    from heard.store.meetings import forget_meeting
+
+    client, alice, _ = server
+    mid = _call(client, alice, db)
+    forget_meeting(db, uuid.UUID(mid), _owner(client, alice))  # as one built before memory
+    assert load_utterances(db, owner=_owner(client, alice)) == []
+    hits = client.get("/v1/search", params={"q": "budget"}, headers=alice).json()
+    assert [h["meeting_id"] for h in hits] == [mid]

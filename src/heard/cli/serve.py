@@ -183,6 +183,8 @@ def serve(
             resume=chosen.resume, max_track_s=chosen.max_track_s,
             user_storage_bytes=round(chosen.user_storage_mb * 2**20), local=local,
         )  # fmt: skip
+        if chosen.link_secret:
+            server_settings.link_secret = chosen.link_secret.encode()
         served = create_app(
             server_settings
         )  # opens and migrates the database: fails here, not later
@@ -205,8 +207,8 @@ def serve(
 
 class RedactTokens(logging.Filter):
     """Access logs print request paths; a token must not reach them, however it is spelled:
-    any query parameter whose decoded name is ``token`` in any case, and anything shaped like
-    a heard token wherever it stands."""
+    any query parameter whose decoded name is ``token`` (or ``sig``, an audio link's
+    signature) in any case, and anything shaped like a heard token wherever it stands."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
@@ -223,7 +225,7 @@ def redact(text: str) -> str:
     from urllib.parse import unquote
 
     def param(m: re.Match[str]) -> str:
-        named_token = unquote(m[1]).strip().lower() == "token"
+        named_token = unquote(m[1]).strip().lower() in ("token", "sig")
         shaped_like_one = _HEARD_TOKEN.search(unquote(m[2])) is not None
         return f"{m[1]}=[redacted]" if named_token or shaped_like_one else m[0]
 

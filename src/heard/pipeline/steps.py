@@ -21,6 +21,7 @@ the phrase build in ``heard.store.phrases``; this module decides with ``Pipeline
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from datetime import datetime
 
 from heard.asr.transcriber import ProgressCallback, Transcriber
 from heard.diarize import AUTO, Diarization, Diarizer, default_diarizer, speaker_count, split_words
-from heard.errors import InputError, MissingDependencyError, StoppingError
+from heard.errors import InputError, MissingDependencyError, StoppingError, StoreError
 from heard.settings import Settings
 from heard.store.database import Database
 from heard.store.meetings import remember_meeting
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
+log = logging.getLogger("heard.pipeline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,5 +168,8 @@ def build_meeting(db: Database, meeting_id: uuid.UUID, options: PipelineOptions)
         db, meeting_id, interjection_threshold_s=options.interjection_threshold_s
     )
     if built.built:
-        remember_meeting(db, meeting_id)
+        try:
+            remember_meeting(db, meeting_id)
+        except StoreError as e:  # the meeting stands; a search remembers it later
+            log.warning("meeting %s: its phrases are not in memory yet: %s", meeting_id, e)
     return built

@@ -90,7 +90,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     )
     app.state.runs = runs
     install_error_handlers(app)
-    app.add_middleware(Guard, database=lambda: settings.db, local=settings.local)
+    app.add_middleware(Guard, database=lambda: settings.db, local=settings.local,
+                       link_secret=settings.link_secret)  # fmt: skip
     if settings.cors_origins:  # outermost: a preflight (no token) is answered here
         app.add_middleware(
             CORSMiddleware,

@@ -52,13 +52,22 @@ AUDIO_PATH = re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+/audio$")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def from_this_machine(headers: dict[str, str]) -> bool:
-    """Whether a request without a token may act as the local user (``--local``): it names
-    this machine's loopback as its host (a page of another site that a rebinding DNS points
-    here names its own), and it comes from no other origin than this server's own pages."""
+FORWARDED = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
+"""Headers a proxy adds: a request through one is not this machine's, whatever it says."""
+
+
+def from_this_machine(headers: dict[str, str], client: tuple[str, int] | None) -> bool:
+    """Whether a request without a token may act as the local user (``--local``): it comes
+    over loopback, not through a proxy; it names this machine's loopback as its host (a page
+    of another site that a rebinding DNS points here names its own); and a browser sent it
+    from no other origin than this server's own pages."""
+    if client is None or client[0] not in LOOPBACK or any(h in headers for h in FORWARDED):
+        return False
     host = headers.get("host", "")
     name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
     if name.strip("[]") not in LOOPBACK:
+        return False
+    if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
         return False
     origin = headers.get("origin")
     return origin is None or origin.split("://", 1)[-1] == host
@@ -70,10 +79,17 @@ class Guard:
     With ``local`` (``heard serve --local`` on loopback), a request from this machine without
     a token acts as the local user, who owns what the command line stores."""
 
-    def __init__(self, app: ASGIApp, database: Callable[[], Database], local: bool = False) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        database: Callable[[], Database],
+        local: bool = False,
+        link_secret: bytes = b"",
+    ) -> None:
         self.app = app
         self.database = database
         self.local = local
+        self.link_secret = link_secret
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
@@ -84,11 +100,14 @@ class Guard:
         # Bearer, or Token as Deepgram's SDKs send the key
         token = token.strip() if scheme.lower() in ("bearer", "token") else ""
         user = await asyncio.to_thread(authenticate, self.database(), token) if token else None
-        if user is None and not token and self.local and from_this_machine(headers):
-            user = LOCAL_USER
-        elif user is None and not token and AUDIO_PATH.match(scope["path"]):
-            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            user = await asyncio.to_thread(tickets.check, self.database(), scope["path"], query)
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if user is None and not token and "sig" in query and AUDIO_PATH.match(scope["path"]):
+            # a signed link is its signer's, in local mode too
+            user = await asyncio.to_thread(
+                tickets.check, self.database(), self.link_secret, scope["path"], query
+            )
+        elif user is None and not token and self.local:
+            user = LOCAL_USER if from_this_machine(headers, scope.get("client")) else None
         if user is None:
             await _reply(send, scope["path"], 401, "a valid bearer token is required",
                          {"WWW-Authenticate": "Bearer"})  # fmt: skip

@@ -264,7 +264,8 @@ def mount(
             await refuse(websocket, 429, f"over the rate limit: wait {wait_s:.0f} s")
             return
         user = await asyncio.to_thread(authenticate, settings.db, token) if token else None
-        if user is None and not token and settings.local and from_this_machine(headers(websocket)):
+        here = from_this_machine(headers(websocket), websocket.scope.get("client"))
+        if user is None and not token and settings.local and here:
             user = LOCAL_USER
         if user is None:
             await refuse(websocket, 401, "a valid token is required")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import threading
 import uuid
 from collections.abc import Callable
@@ -40,6 +41,8 @@ __all__ = ["Memories", "Runs", "ServerSettings", "UserMemory", "Watched"]
 log = logging.getLogger("heard.server")
 
 
+LOCAL_FOLDER = "local"
+"""The folder of the local user (``--local``; owner "") among the users' (named by their ids)."""
 USER_STORAGE_BYTES = 10 * 2**30
 """The audio one user may keep by default ($HEARD_USER_STORAGE_MB): 10 GiB, some 300 hours of
 meetings at 64 kbit/s."""
@@ -75,6 +78,9 @@ class ServerSettings:
     """At start-up, resume the meetings whose transcription a process that is gone left off
     (in this process with a ``transcriber``, or on the workers with ``queue``); either way
     their tracks are taken back from the dead process and accept uploads again."""
+    link_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    """Signs the audio links of the meetings page (``heard.server.tickets``); servers behind
+    one address need the same."""
     local: bool = False
     """A laptop's server (``heard serve --local``): a request from this machine without a
     token acts as the local user, whose meetings ``heard transcribe`` makes on the same
@@ -84,7 +90,11 @@ class ServerSettings:
     transcribing a track) stops at its next batch or segment and gives its work back."""
 
     def workspace(self, owner: str) -> Path:
-        return (self.workspaces or self.uploads.parent / "workspaces") / owner
+        return (self.workspaces or self.uploads.parent / "workspaces") / (owner or LOCAL_FOLDER)
+
+    def folder(self, owner: str) -> Path:
+        """Where ``owner``'s uploads are kept."""
+        return self.uploads / (owner or LOCAL_FOLDER)
 
 
 @dataclass
@@ -115,6 +125,7 @@ class Memories:
         self.parts = parts or MemoryParts()
         self._by_owner: dict[str, UserMemory] = {}
         self._lock = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}
         self._storing = quotas.Slots(total=2**31, one="storing evidence")
         """One store per user at a time."""
         self._budget: dict[str, quotas.Bucket] = {}
@@ -123,16 +134,25 @@ class Memories:
     def of(self, owner: str) -> UserMemory:
         with self._lock:
             memory = self._by_owner.get(owner)
-            if memory is None:
-                version = memory_version(self.db, owner)  # read first: later changes show
-                recall = build_memory(
-                    self.db, self.parts, owner=owner, workspace=self.workspace_of(owner)
-                )
-                if recall.evidence is None:
-                    recall.evidence = EvidenceIndex(self.parts.embedder)
-                memory = UserMemory(recall.evidence, recall, version=version)
-                self._by_owner[owner] = memory
+            building = self._building.setdefault(owner, threading.Lock())
+        if memory is not None:
             return memory
+        with building:  # one build per user; other users' memories are not held up
+            with self._lock:
+                memory = self._by_owner.get(owner)
+            if memory is None:
+                memory = self._build(owner)
+                with self._lock:
+                    self._by_owner[owner] = memory
+            return memory
+
+    def _build(self, owner: str) -> UserMemory:
+        """The user's memory as stored now, made from scratch."""
+        version = memory_version(self.db, owner)  # read first: later changes show
+        recall = build_memory(self.db, self.parts, owner=owner, workspace=self.workspace_of(owner))
+        if recall.evidence is None:
+            recall.evidence = EvidenceIndex(self.parts.embedder)
+        return UserMemory(recall.evidence, recall, version=version)
 
     def current(self, owner: str) -> UserMemory:
         """The user's memory, caught up with what other processes (a second server on the
@@ -141,10 +161,12 @@ class Memories:
         version = memory_version(self.db, owner)
         if version != memory.version and not memory.index.ids() <= stored_ids(self.db, owner):
             # evidence was forgotten or replaced (a meeting deleted or rebuilt): an index
-            # only grows, so the user's memory is made again from the store
+            # only grows, so the user's memory is made again from the store, and takes the
+            # old one's place once made (recalls meanwhile read the old one)
+            fresh = self._build(owner)
             with self._lock:
-                self._by_owner.pop(owner, None)
-            return self.of(owner)
+                self._by_owner[owner] = fresh
+            return fresh
         if version != memory.version:
             with memory.lock:
                 new, vectors = load_evidence(
@@ -225,7 +247,7 @@ class Watched(TrackProgress):
         fraction = min(1.0, done_s / total_s) if total_s > 0 else 0.0
         with self._lock:
             passes, done, before = self._tracks.get(track.id, (1, 0, 0.0))
-            if fraction < before - 0.5 and done + 1 < passes:  # the next pass began
+            if fraction < before and done + 1 < passes:  # went back: the next pass began
                 done += 1
             self._tracks[track.id] = (passes, done, fraction)
 

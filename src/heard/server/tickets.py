@@ -1,9 +1,10 @@
 """Links a browser's audio element can follow: it cannot send a bearer token, so the page
 asks for a link (with its token) and gets one that carries a signature instead.
 
-A ticket signs one path and an expiry with the digest of the token that asked for it, so it
-opens that path only, only until it expires, and only while that token is not revoked; any
-server on the same database checks it (nothing is kept in a process).
+A ticket signs one path and an expiry with a key made of the server's secret and the digest
+of the token that asked for it, so it opens that path only, only until it expires, only while
+that token is not revoked, and no one who can read the database (where the digests are) can
+make one. Servers that share the secret (``HEARD_LINK_SECRET``) take each other's tickets.
 """
 
 from __future__ import annotations
@@ -23,21 +24,22 @@ TICKET_S = 6 * 3600
 """How long a link stays good: a long meeting played with pauses."""
 
 
-def _signature(key: str, user: str, path: str, expires: int) -> str:
+def _signature(secret: bytes, token_digest: str, user: str, path: str, expires: int) -> str:
+    key = hmac.new(secret, token_digest.encode(), hashlib.sha256).digest()
     message = f"{user}\n{path}\n{expires}".encode()
-    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def sign(token: str, user: Principal, path: str, now: float | None = None) -> str:
+def sign(secret: bytes, token: str, user: Principal, path: str, now: float | None = None) -> str:
     """The query that opens ``path`` (as the server sees it: not percent-encoded) for
     ``user`` for ``TICKET_S``."""
     expires = int((time.time() if now is None else now) + TICKET_S)
-    signature = _signature(digest(token), str(user.id), path, expires)
+    signature = _signature(secret, digest(token), str(user.id), path, expires)
     return urlencode({"user": str(user.id), "expires": expires, "sig": signature})
 
 
 def check(
-    db: Database, path: str, query: dict[str, str], now: float | None = None
+    db: Database, secret: bytes, path: str, query: dict[str, str], now: float | None = None
 ) -> Principal | None:
     """The user a ticket for ``path`` opens it for; None when it is not one, has expired,
     or its token was revoked."""
@@ -54,6 +56,6 @@ def check(
         return None
     user, digests = found
     for key in digests:
-        if hmac.compare_digest(_signature(key, str(user_id), path, expires), signature):
+        if hmac.compare_digest(_signature(secret, key, str(user_id), path, expires), signature):
             return user
     return None

@@ -47,6 +47,7 @@ __all__ = [
     "phrase_of_evidence",
     "playback",
     "remember_meeting",
+    "remember_missing",
     "rename_participant",
     "resolve_meeting_id",
     "track_states",
@@ -462,9 +463,11 @@ def rename_participant(
             raise ConflictError(f"meeting {mid} has a participant {new!r} already")
         rows = _track_rows(s, mid)
         for track, labels in voices(rows).items():
-            if old in labels:
-                found = next(t for t, _ in rows if t.id == track)
-                found.speaker_names = [new if label == old else label for label in labels]
+            found = next((t, name) for t, name in rows if t.id == track)
+            if old in labels or found[1] == old:
+                # the speaker's new name, or (the recording renamed) its speakers' names as
+                # they are: a rebuild names them from the recording's name no more
+                found[0].speaker_names = [new if label == old else label for label in labels]
         people[old].name = new
         return new
 
@@ -478,7 +481,9 @@ def delete_meeting(
     with db.session() as s:
         mid = resolve_meeting_id(s, meeting_id, owner)
         meeting = s.scalars(select(Meeting).where(Meeting.id == mid).with_for_update()).one()
-        tracks = s.scalars(select(AudioTrack).where(AudioTrack.meeting_id == mid)).all()
+        tracks = s.scalars(
+            select(AudioTrack).where(AudioTrack.meeting_id == mid).with_for_update()
+        ).all()  # a claim waits for the delete, then finds no track
         if any(t.status is TrackStatus.TRANSCRIBING for t in tracks):
             raise ConflictError(f"meeting {mid} is being transcribed; delete it once that is done")
         locations = [t.location for t in tracks if t.location]
@@ -540,3 +545,27 @@ def phrase_of_evidence(evidence_id: str) -> tuple[uuid.UUID, int] | None:
         return uuid.UUID(parts[0]), int(parts[1])
     except ValueError:
         return None
+
+
+def remember_missing(db: Database, owner: str) -> int:
+    """Remember the built meetings of ``owner``'s that memory has nothing of (built before
+    meetings were remembered, or while the store failed); how many."""
+    from heard.store.models import EvidenceRow
+
+    with db.session() as s:
+        remembered = select(EvidenceRow.conversation).where(
+            EvidenceRow.owner == owner,
+            EvidenceRow.conversation.like(f"{MEETING_CONVERSATION}%"),
+        )
+        built = s.scalars(
+            select(Meeting.id).where(
+                Meeting.owner == owner,
+                Meeting.status != MeetingStatus.PENDING,
+                Meeting.id.in_(select(Phrase.meeting_id)),
+            )
+        ).all()
+        known = set(s.scalars(remembered.distinct()))
+    missing = [m for m in built if f"{MEETING_CONVERSATION}{m}" not in known]
+    for meeting_id in missing:
+        remember_meeting(db, meeting_id)
+    return len(missing)

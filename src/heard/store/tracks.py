@@ -143,7 +143,9 @@ def upload_track(db: Database, track_id: uuid.UUID, location: str) -> str:
     """
     while True:
         with db.session() as s:
-            track = s.get_one(AudioTrack, track_id)
+            track = s.get(AudioTrack, track_id)
+            if track is None:
+                raise NotFoundError("the meeting was deleted during the upload; nothing was kept")
             status, before = track.status, track.location
             if status is S.TRANSCRIBING:
                 raise ConflictError("the track is being transcribed; upload again once it is done")

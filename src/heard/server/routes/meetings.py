@@ -20,7 +20,7 @@ from fastapi import Path as FastAPIPath
 from fastapi.responses import FileResponse, StreamingResponse
 
 from heard.asr.audio import check_duration, measure_audio
-from heard.errors import ConflictError, InputError, NotFoundError
+from heard.errors import InputError, NotFoundError
 from heard.memory.language import analyze
 from heard.pipeline import jobs
 from heard.server import tickets
@@ -55,6 +55,7 @@ from heard.store.meetings import (
     phrase_of_evidence,
     playback,
     remember_meeting,
+    remember_missing,
     rename_participant,
     track_states,
 )
@@ -131,7 +132,7 @@ def _cannot_keep(error: OSError) -> HTTPException:
 def stored_bytes(settings: ServerSettings, owner: str) -> int:
     """The bytes of the uploads ``owner`` keeps (uploads in flight not counted)."""
     used = 0
-    for path in (settings.uploads / owner).rglob("*.audio"):
+    for path in settings.folder(owner).rglob("*.audio"):
         with contextlib.suppress(OSError):
             used += path.stat().st_size
     return used
@@ -233,6 +234,7 @@ def search(
     phrases, which every finished meeting adds to its owner's evidence."""
     if not tokenize(q):
         return []
+    remember_missing(settings.db, user.owner)
     memory = memories.current(user.owner)
     with memory.lock:
         hits = memory.index.recall(q, k=4 * k)  # some may be of conversations, not meetings
@@ -324,7 +326,7 @@ async def _keep(
     as they arrive (and given back if they are not kept)."""
     db, ledger = settings.db, request.app.state.storage
     assert isinstance(ledger, StorageLedger)
-    folder = settings.uploads / owner / str(meeting_id)
+    folder = settings.folder(owner) / str(meeting_id)
     # every upload writes files of its own: racing uploads of one track never mix, and
     # the track points at exactly one complete upload that decoded (the last to finish)
     upload_id = uuid.uuid4().hex
@@ -391,7 +393,7 @@ async def _checked(
     partial.replace(path)
     try:
         before: str | None = await asyncio.to_thread(upload_track, settings.db, track_id, str(path))
-    except ConflictError:
+    except BaseException:  # being transcribed, the meeting deleted meanwhile, the store down
         path.unlink(missing_ok=True)
         raise
     return before
@@ -469,7 +471,7 @@ def delete(meeting_id: uuid.UUID, user: Caller, settings: Settings, request: Req
     kept of it."""
     locations = delete_meeting(settings.db, meeting_id, user.owner)
     forget_meeting(settings.db, meeting_id, user.owner)
-    folder = settings.uploads / user.owner / str(meeting_id)
+    folder = settings.folder(user.owner) / str(meeting_id)
     ledger: StorageLedger = request.app.state.storage
     for location in locations:
         path = Path(location)
@@ -512,7 +514,7 @@ def playback_links(
         path = f"/v1/meetings/{meeting_id}/tracks/{track.participant}/audio"
         url = quote(path)
         if token:  # the local user of --local needs no ticket
-            url += "?" + tickets.sign(token, user, path)
+            url += "?" + tickets.sign(settings.link_secret, token, user, path)
         out.append(PlaybackOut(participant=track.participant, offset_s=track.offset_s,
                                voices=list(track.voices), url=url))  # fmt: skip
     return out

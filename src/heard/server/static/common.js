@@ -11,6 +11,7 @@ let localMode = false;
 const local = fetch("/v1/me").then((r) => {
   if (r.ok) {
     localMode = true;
+    tokenInput.value = "";  // a token saved here before would make the page that user's
     tokenInput.closest("label").hidden = true;
     document.body.classList.add("local");
   }

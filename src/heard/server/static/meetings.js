@@ -4,6 +4,7 @@
 const FORMATS = ["txt", "md", "srt", "vtt", "json"];
 const $ = (id) => document.getElementById(id);
 const shown = { id: null, phrases: [], playback: [], track: null, playing: -1 };
+let notice = "";  // said once the list is shown again (after a delete)
 
 function say(text) { $("status").textContent = text; }
 
@@ -20,7 +21,9 @@ async function load() {
   try {
     const meetings = await (await api("/v1/meetings")).json();
     body.replaceChildren();
-    say(meetings.length ? `${meetings.length} meeting${meetings.length > 1 ? "s" : ""}` : "no meetings yet");
+    const count = meetings.length ? `${meetings.length} meeting${meetings.length > 1 ? "s" : ""}` : "no meetings yet";
+    say(notice ? `${notice}; ${count}` : count);
+    notice = "";
     for (const m of meetings) {
       const row = el("tr");
       const link = el("a", "", m.title);
@@ -330,7 +333,7 @@ async function openMeeting(id, at) {
     if (!confirm(`Delete "${meeting.title}", its audio and its transcript?`)) return;
     try {
       await api(`/v1/meetings/${id}`, { method: "DELETE" });
-      say(`deleted "${meeting.title}"`);
+      notice = `deleted "${meeting.title}"`;
       location.hash = "";
     } catch (e) { say(e.message); }
   };
