@@ -27,6 +27,7 @@ from tests.worker_fakes import fake_segments
 from heard.pipeline import celery_app
 from heard.settings import settings
 from heard.store.database import Database
+from heard.store.evidence import load_utterances
 from heard.store.meetings import (
     TrackSpec,
     create_meeting,
@@ -247,6 +248,9 @@ def test_redelivered_tasks_and_racing_builds_give_one_clean_result(
         assert stored(db, mid) == expected(db, mid)
         assert phrase_rows(db, mid) == len(expected(db, mid))
         assert all(t.attempts == 1 for t in track_states(db, mid))  # transcribed exactly once
+        # remembered once: racing builds replace the meeting's evidence in turn
+        said = [e for e in load_utterances(db) if e.conversation == f"meeting:{mid}"]
+        assert len(said) == len(expected(db, mid))
 
 
 def test_broker_down_at_enqueue_is_a_clear_error_and_stores_nothing(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from datetime import datetime
 
 from heard.asr.transcriber import ProgressCallback, Transcriber
 from heard.diarize import AUTO, Diarization, Diarizer, default_diarizer, speaker_count, split_words
-from heard.errors import InputError, MissingDependencyError, StoppingError, StoreError
+from heard.errors import InputError, MissingDependencyError, StoppingError
 from heard.settings import Settings
 from heard.store.database import Database
 from heard.store.meetings import remember_meeting
@@ -170,6 +170,6 @@ def build_meeting(db: Database, meeting_id: uuid.UUID, options: PipelineOptions)
     if built.built:
         try:
             remember_meeting(db, meeting_id)
-        except StoreError as e:  # the meeting stands; a search remembers it later
+        except Exception as e:  # noqa: BLE001 - the meeting stands; a search remembers it later
             log.warning("meeting %s: its phrases are not in memory yet: %s", meeting_id, e)
     return built

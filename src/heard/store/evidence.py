@@ -94,6 +94,9 @@ def replace_conversation(
         raise ValueError(f"every item must belong to {conversation!r}")
     _ensure_counter(db, owner)
     with db.session() as s:
+        # the owner's counter row locked first: two replacements of one conversation (racing
+        # builds of a meeting) take turns, and the second deletes what the first stored
+        s.get_one(MemoryVersion, owner, with_for_update=True)
         s.execute(
             delete(EvidenceRow).where(
                 EvidenceRow.owner == owner, EvidenceRow.conversation == conversation
