@@ -133,6 +133,8 @@ def test_upload_watch_read_play_rename_export_search_delete(  # type: ignore[no-
     # rename a speaker: the page, and the SRT export, call them by the new name
     page.get_by_role("button", name="Rename Speaker 2").click()
     page.get_by_label("New name for Speaker 2").fill("Marketing")
+    card = page.locator("section.card", has=page.locator("#speaker-list"))
+    card.screenshot(path=str(ARTIFACTS / "meetings-rename.png"))
     page.get_by_role("button", name="Save").click()
     expect(speakers).to_have_text(["Speaker 1", "Marketing"])
     with page.expect_download() as download:
