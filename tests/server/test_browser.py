@@ -18,11 +18,9 @@ import numpy as np
 import pytest
 
 from heard.asr.audio import load_audio
-from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
-from heard.store.users import add_user
 from tests.conftest import AUDIO, REPO
-from tests.server.threaded import serving
+from tests.server.threaded import served_for_a_user
 
 pytestmark = [pytest.mark.asr, pytest.mark.system]
 
@@ -32,14 +30,8 @@ ARTIFACTS = REPO / "test-artifacts"
 
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[tuple[str, str, Database]]:
-    db = Database(f"sqlite:///{tmp_path / 'heard.db'}")
-    app = create_app(ServerSettings(db, tmp_path / "uploads"))
-    _, token = add_user(db, "browser")
-    try:
-        with serving(app) as host:
-            yield f"http://{host}", token, db
-    finally:
-        db.dispose()
+    with served_for_a_user(tmp_path) as served:
+        yield served
 
 
 def speech_wav(tmp_path: Path) -> Path:

@@ -19,9 +19,8 @@ import pytest
 from heard.asr.whisper import FasterWhisperTranscriber
 from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
-from heard.store.users import add_user
 from tests.conftest import AUDIO, DATA, REPO
-from tests.server.threaded import serving
+from tests.server.threaded import served_for_a_user, serving
 
 pytestmark = [pytest.mark.asr, pytest.mark.system]
 
@@ -51,15 +50,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, str, Database]]:
-    db = Database(f"sqlite:///{tmp_path / 'heard.db'}")
-    settings = ServerSettings(db, tmp_path / "uploads", transcriber=FasterWhisperTranscriber())
-    app = create_app(settings)  # the schema made
-    _, token = add_user(db, "browser")
-    try:
-        with serving(app) as host:
-            yield f"http://{host}", token, db
-    finally:
-        db.dispose()
+    with served_for_a_user(tmp_path, transcriber=FasterWhisperTranscriber()) as served:
+        yield served
 
 
 def _offline(page: Any, url: str) -> list[str]:

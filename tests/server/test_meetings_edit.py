@@ -55,6 +55,17 @@ def _call(client: TestClient, headers: dict[str, str], db: Database) -> str:
     return mid
 
 
+def _one_track(client: TestClient, headers: dict[str, str], upload: bool = True) -> str:
+    """A meeting of one participant, "a", with JFK's speech uploaded as their track."""
+    mid: str = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
+                           headers=headers).json()["id"]  # fmt: skip
+    if upload:
+        body = (AUDIO / "jfk.flac").read_bytes()
+        put = client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=headers)
+        assert put.is_success, put.text
+    return mid
+
+
 def _phrases(client: TestClient, mid: str, headers: dict[str, str]) -> list[tuple[str, str]]:
     got = client.get(f"/v1/meetings/{mid}/phrases", headers=headers).json()
     return [(p["participant"], p["text"]) for p in got]
@@ -122,13 +133,11 @@ def test_audio_of_a_track_with_no_upload_or_lost_file_is_a_404(
     server: Client, db: Database
 ) -> None:
     client, alice, _ = server
-    created = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
-                          headers=alice).json()  # fmt: skip
-    mid = created["id"]
+    mid = _one_track(client, alice, upload=False)
     assert client.get(f"/v1/meetings/{mid}/playback", headers=alice).json() == []
     assert client.get(f"/v1/meetings/{mid}/tracks/a/audio", headers=alice).status_code == 404
-    body = (AUDIO / "jfk.flac").read_bytes()
-    client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=alice)
+    client.put(f"/v1/meetings/{mid}/tracks/a", content=(AUDIO / "jfk.flac").read_bytes(),
+               headers=alice)  # fmt: skip
     Path(track_states(db, mid)[0].location).unlink()
     lost = client.get(f"/v1/meetings/{mid}/tracks/a/audio", headers=alice)
     assert lost.status_code == 404
@@ -219,11 +228,7 @@ def _owner(client: TestClient, headers: dict[str, str]) -> str:
 
 def test_an_own_track_participant_is_renamed(server: Client, db: Database) -> None:
     client, alice, _ = server
-    created = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
-                          headers=alice).json()  # fmt: skip
-    mid = created["id"]
-    client.put(f"/v1/meetings/{mid}/tracks/a", content=(AUDIO / "jfk.flac").read_bytes(),
-               headers=alice)  # fmt: skip
+    mid = _one_track(client, alice)
     run_pipeline(mid, db=db, transcriber=FakeTranscriber({
         track_states(db, mid)[0].location: [Segment(0, 1, "ask not")]}))  # fmt: skip
     assert client.put(f"/v1/meetings/{mid}/participants/a", json={"name": "JFK"},
@@ -290,11 +295,7 @@ def test_a_deleted_meeting_takes_its_audio_and_memory_with_it(
 
 def test_a_meeting_being_transcribed_is_not_deleted(server: Client, db: Database) -> None:
     client, alice, _ = server
-    created = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
-                          headers=alice).json()  # fmt: skip
-    mid = created["id"]
-    client.put(f"/v1/meetings/{mid}/tracks/a", content=(AUDIO / "jfk.flac").read_bytes(),
-               headers=alice)  # fmt: skip
+    mid = _one_track(client, alice)
     from heard.store.models import utc_now
 
     assert claim_track(db, track_states(db, mid)[0].id, utc_now()) is not None
@@ -421,12 +422,9 @@ def test_a_token_users_signed_link_plays_in_local_mode_too(db: Database, tmp_pat
     headers = {"Authorization": f"Bearer {token}"}
     local = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
     with TestClient(local, base_url="http://127.0.0.1:8000", client=HERE) as client:
-        mid = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
-                          headers=headers).json()["id"]  # fmt: skip
-        body = (AUDIO / "jfk.flac").read_bytes()
-        client.put(f"/v1/meetings/{mid}/tracks/a", content=body, headers=headers)
+        mid = _one_track(client, headers)
         url = client.get(f"/v1/meetings/{mid}/playback", headers=headers).json()[0]["url"]
-        assert client.get(url).content == body  # ana's, though no token came with it
+        assert client.get(url).content == (AUDIO / "jfk.flac").read_bytes()  # ana's, no token
 
 
 def test_an_upload_that_ends_after_its_meeting_was_deleted_keeps_nothing(
@@ -436,8 +434,7 @@ def test_an_upload_that_ends_after_its_meeting_was_deleted_keeps_nothing(
     from heard.store.meetings import delete_meeting
 
     client, alice, _ = server
-    mid = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
-                      headers=alice).json()["id"]  # fmt: skip
+    mid = _one_track(client, alice, upload=False)
     kept = routes.upload_track
 
     def deleted_meanwhile(db: Database, track_id: uuid.UUID, location: str) -> str:
@@ -455,13 +452,9 @@ def test_an_upload_that_ends_after_its_meeting_was_deleted_keeps_nothing(
 def test_the_local_users_uploads_have_a_folder_of_their_own(db: Database, tmp_path: Path) -> None:
     _, token = add_user(db, "ana")
     local = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
-    body = (AUDIO / "jfk.flac").read_bytes()
     with TestClient(local, base_url="http://127.0.0.1:8000", client=HERE) as client:
         for headers in ({}, {"Authorization": f"Bearer {token}"}):
-            mid = client.post("/v1/meetings", json={"title": "t", "participants": [{"name": "a"}]},
-                              headers=headers).json()["id"]  # fmt: skip
-            assert client.put(f"/v1/meetings/{mid}/tracks/a", content=body,
-                              headers=headers).is_success  # fmt: skip
+            _one_track(client, headers)
     folders = sorted(p.parent.parent.name for p in (tmp_path / "uploads").rglob("*.audio"))
     assert len(folders) == 2
     assert "local" in folders

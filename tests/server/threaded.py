@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from heard.server.transport import UVICORN_OPTIONS, Server
+from heard.store.database import Database
 
 
 def free_port() -> int:
@@ -64,5 +65,22 @@ def recognizing(folder: Path, **settings: Any) -> Iterator[tuple[str, str]]:
     try:
         with serving(app) as host:
             yield host, token
+    finally:
+        db.dispose()
+
+
+@contextmanager
+def served_for_a_user(tmp_path: Path, **settings: Any) -> Iterator[tuple[str, str, Database]]:
+    """A server on a SQLite store in ``tmp_path`` (``settings``: ServerSettings' fields) with
+    one user, "browser": its URL, the user's token and the store."""
+    from heard.server.app import ServerSettings, create_app
+    from heard.store.users import add_user
+
+    db = Database(f"sqlite:///{tmp_path / 'heard.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", **settings))  # the schema made
+    _, token = add_user(db, "browser")
+    try:
+        with serving(app) as host:
+            yield f"http://{host}", token, db
     finally:
         db.dispose()
