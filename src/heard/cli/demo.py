@@ -32,11 +32,12 @@ def demo(
     """
     from heard.cli.meeting_jobs import transcribe_meeting
     from heard.cli.transcript import show_replay
-    from heard.memory.evidence import Evidence, EvidenceIndex
+    from heard.memory.evidence import EvidenceIndex
     from heard.pipeline.jobs import document
     from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
     from heard.store.database import Database
-    from heard.store.meetings import TrackSpec
+    from heard.store.evidence import load_utterances
+    from heard.store.meetings import MEETING_CONVERSATION, TrackSpec
     from heard.timeline.formats import render
     from heard.transcript.events import read_events
     from heard.transcript.stabilizer import TranscriptStabilizer
@@ -52,18 +53,13 @@ def demo(
             meeting_id = transcribe_meeting(specs, title=meeting.title, db=database)
             doc = document(database, meeting_id, finished=True)
             typer.echo(render(doc, "txt"), nl=False)
+            # the built meeting's phrases are memory evidence (heard.store.meetings)
+            conversation = f"{MEETING_CONVERSATION}{meeting_id}"
+            said = [e for e in load_utterances(database) if e.conversation == conversation]
         finally:
             database.dispose()
     memory = EvidenceIndex()
-    for i, phrase in enumerate(doc.phrases):
-        memory.add(
-            Evidence(
-                id=f"{meeting_id[:8]}:{i}",
-                speaker=phrase.participant,
-                text=phrase.text,
-                conversation=meeting_id,
-            )
-        )
+    memory.extend(said)
     for name in SAMPLE_LOGS:
         typer.echo(typer.style(f"\n== Live partials: {name}", bold=True))
         stabilizer = TranscriptStabilizer()

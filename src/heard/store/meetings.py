@@ -299,12 +299,7 @@ def meeting_state(
 
 
 def _track_states(s: Session, mid: uuid.UUID) -> list[TrackState]:
-    rows = s.execute(
-        select(AudioTrack, Participant.name)
-        .join(Participant, AudioTrack.participant_id == Participant.id)
-        .where(AudioTrack.meeting_id == mid)
-        .order_by(Participant.name, AudioTrack.id)
-    ).all()
+    rows = _track_rows(s, mid)
     return [
         TrackState(
             t.id,
@@ -415,7 +410,7 @@ def playback(db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
 
     with db.snapshot() as s:
         mid = resolve_meeting_id(s, meeting_id, owner)
-        rows = [(t, name) for t, name in _track_rows(s, mid)]
+        rows = _track_rows(s, mid)
         labels = voices(rows)
         return [
             Playback(t.id, name, t.location, t.offset_s,
@@ -426,6 +421,7 @@ def playback(db: Database, meeting_id: uuid.UUID | str, owner: str | None = None
 
 
 def _track_rows(s: Session, mid: uuid.UUID) -> list[tuple[AudioTrack, str]]:
+    """The meeting's tracks with their participants' names, by name."""
     return [
         (t, name)
         for t, name in s.execute(
