@@ -256,7 +256,7 @@ def offline_wer(calls: list[Call], texts: dict[str, dict[str, str]]) -> dict[str
             for beam in ("beam1", "beam5")}  # fmt: skip
 
 
-def _matched_ends(words: list[str], call: Call) -> list[float | None]:
+def matched_ends(words: list[str], call: Call) -> list[float | None]:
     """For each of ``words``, the end time of the call's word it aligns with (or None)."""
     ref = [w for w, _ in call.word_ends]
     out: list[float | None] = [None] * len(words)
@@ -304,7 +304,7 @@ def _score(
                            round(call.word_ends[i][1], 2)) for i, at in first_shown.items()),
                          reverse=True)[:3]  # fmt: skip
     words = [w for _, w in committed]
-    for (at, _), end in zip(committed, _matched_ends(words, call), strict=True):
+    for (at, _), end in zip(committed, matched_ends(words, call), strict=True):
         if end is not None:
             result.commits.append(at - end)
     result.tail_s = max((at for at, _ in committed), default=audio_end_s) - audio_end_s

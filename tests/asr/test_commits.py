@@ -14,7 +14,13 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heard.asr.commits import SETTLED_S, WordCommits
+from heard.asr.commits import (
+    CONFIDENT,
+    CONFIDENT_SETTLED_S,
+    SETTLED_S,
+    CommitRule,
+    WordCommits,
+)
 from heard.speech import Word
 
 VOCABULARY = "the plan is to ship it on friday so we can test with ten users first".split()
@@ -45,15 +51,16 @@ def reread(truth: list[Word], start: float, end: float, rng: random.Random) -> l
         if w.end <= start or w.start >= end:
             continue
         jitter = rng.uniform(-0.05, 0.05)
+        sure = rng.choice([0.5, 0.95])  # how sure Whisper is of it (commits.CONFIDENT)
         if w.end > end:  # cut through by the buffer's end: heard wrong, or not at all
             if rng.random() < 0.5:
-                out.append(Word(w.start + jitter, end, f"{w.text[:2]}~{end:.1f}"))
+                out.append(Word(w.start + jitter, end, f"{w.text[:2]}~{end:.1f}", sure))
             continue
         if w.start < start:  # the end of a word the cut went through (its audio was dropped)
             if rng.random() < 0.3:
-                out.append(Word(start, w.end + jitter, w.text))
+                out.append(Word(start, w.end + jitter, w.text, sure))
             continue
-        out.append(Word(max(start, w.start + jitter), w.end + jitter, w.text))
+        out.append(Word(max(start, w.start + jitter), w.end + jitter, w.text, sure))
     return out
 
 
@@ -102,13 +109,31 @@ def test_a_word_heard_with_a_second_after_it_is_committed_from_one_decode() -> N
     it, and "not", 0.8 s before the end, waits. The next decode reads it otherwise ("knot"):
     no agreement, but it has heard 2.8 s after it."""
     commits = WordCommits()
-    first = [Word(0.4, 0.8, "ask"), Word(1.0, 1.2, "not"), Word(1.3, 1.9, "what")]
+    first = [Word(0.4, 0.8, "ask", 0.6), Word(1.0, 1.2, "not", 0.6), Word(1.3, 1.9, "what", 0.6)]
     assert commits.agree(first, heard_to=2.0) == (first[:1], first[1:])
     assert SETTLED_S == 1.0
-    second = [Word(0.4, 0.8, "ask"), Word(1.0, 1.2, "knot"), Word(1.3, 1.9, "what"),
-              Word(3.2, 3.5, "your")]  # fmt: skip
+    second = [Word(0.4, 0.8, "ask", 0.6), Word(1.0, 1.2, "knot", 0.6),
+              Word(1.3, 1.9, "what", 0.6), Word(3.2, 3.5, "your", 0.6)]  # fmt: skip
     assert commits.agree(second, heard_to=4.0) == (second[1:3], second[3:])
     assert WordCommits().agree(first)[0] == [], "without heard_to: agreement only"
+
+
+def test_a_confident_word_is_committed_with_less_heard_after_it() -> None:
+    """A decode of 1.6 s: "ask", unsure and heard with 0.8 s after it, waits, and "not" after
+    it, though sure and heard with 0.4 s after it, waits too: commits are a prefix. Read
+    sure, "ask" needs only ``CONFIDENT_SETTLED_S`` after it, and so does "not"; "what", as
+    sure, ends after the audio's end less that, and waits."""
+    commits = WordCommits()
+    words = [Word(0.4, 0.8, "ask", 0.5), Word(1.0, 1.2, "not", 0.95),
+             Word(1.3, 1.9, "what", 0.99)]  # fmt: skip
+    assert commits.agree(words, heard_to=1.6) == ([], words)
+    assert CONFIDENT_SETTLED_S == 0.3
+    assert CONFIDENT == 0.9
+    commits = WordCommits()
+    words[0] = Word(0.4, 0.8, "ask", 0.95)
+    assert commits.agree(words, heard_to=1.6) == (words[:2], words[2:])
+    unsure = [Word(0.4, 0.8, "ask", 0.95), Word(1.0, 1.2, "not", 0.89)]
+    assert WordCommits().agree(unsure, heard_to=1.6)[0] == unsure[:1]
 
 
 def test_the_end_of_a_cut_word_heard_again_is_not_said_twice() -> None:
@@ -124,3 +149,12 @@ def test_the_end_of_a_cut_word_heard_again_is_not_said_twice() -> None:
     commits.agree([Word(0.0, 0.4, "no")])
     commits.agree([Word(0.0, 0.4, "no"), Word(0.5, 0.6, "n")])
     assert [w.text for w in commits.endpoint([Word(1.4, 1.8, "no")])] == ["no"]
+
+
+def test_the_endpoint_only_rule_commits_nothing_before_the_utterance_ends() -> None:
+    """The bound ``bench/stream_policy.py`` compares against: no agreement, nothing settled."""
+    commits = WordCommits(CommitRule.endpoint_only())
+    words = [Word(0.0, 0.4, "ask", 0.99), Word(0.4, 0.7, "not", 0.99)]
+    assert commits.agree(words, heard_to=10.0) == ([], words)
+    assert commits.agree(words, heard_to=20.0) == ([], words)
+    assert commits.endpoint(words) == words

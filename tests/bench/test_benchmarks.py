@@ -347,6 +347,21 @@ def test_capacity_benchmark_streams_real_calls_scored_against_what_was_said() ->
     assert {s.name for s in bench.call_sets(["room"], None)["room"]} == set(bench.ROOM)
 
 
+def test_stream_policy_benchmark_reads_a_real_call_under_each_commit_rule() -> None:
+    """bench/stream_policy.py on one AMI call at 1 s steps: heard's rule commits inside
+    speech, the endpoint rule only once an utterance ends, so later; both read the call."""
+    bench = load("stream_policy")
+    call = load("capacity").ami_call("ami_trn09")
+    heard = bench.measure([call], 1000, bench.RULES["heard"])
+    endpoint = bench.measure([call], 1000, bench.RULES["endpoint"])
+    assert heard["commit_p50_s"] < endpoint["commit_p50_s"]
+    assert heard["wer"] < 0.6
+    assert endpoint["wer"] < 0.6
+    assert heard["cpu_s_per_s"] > 0
+    with pytest.raises(SystemExit):
+        bench.main(["--rules", "heard,sometimes"])
+
+
 def test_the_whisper_streaming_peer_commits_what_two_transcriptions_agree_on() -> None:
     import numpy as np
 

@@ -2,8 +2,9 @@
 
 Every ``chunk_ms`` of audio the current buffer is decoded again (``heard.asr.decoder``: in
 the shortest Whisper context that holds it, with word times). What two consecutive decodes
-agree on, and what a decode heard with a second of audio after it, is committed word by
-word (``heard.asr.commits``) and goes out as a ``final``
+agree on, and what a decode heard with a second of audio after it (less, for a word Whisper
+is sure of), is committed word by word (``heard.asr.commits``; ``StreamOptions.commit``) and
+goes out as a ``final``
 inside continuous speech; the rest goes out as the ``partial``. Once the buffer is longer
 than ``trim_s`` it is cut in a pause after the last committed word, so a word is final about
 a second or two after it is spoken and each step decodes a few seconds of audio however long
@@ -27,12 +28,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.commits import WordCommits
+from heard.asr.commits import CommitRule, WordCommits
 from heard.asr.decoder import Request
 from heard.asr.service import Decoder, DecodeService, DirectDecoder
 from heard.asr.whisper import WhisperOptions, load_model
@@ -106,6 +107,8 @@ class StreamOptions:
     """Give each decoded event its words' times (they are always decoded: commits need them),
     for clients that want words."""
     clock: StreamClock = "simulated"
+    commit: CommitRule = field(default_factory=CommitRule)
+    """When a word inside continuous speech is final (``heard.asr.commits``)."""
 
     def __post_init__(self) -> None:
         if self.chunk_ms <= 0:
@@ -194,7 +197,7 @@ class WhisperStreamingRecognizer:
         self._offset = 0  # absolute index of self._audio[0]
         self._utt_start = 0
         self._decoded_to = 0
-        self._commits = WordCommits()
+        self._commits = WordCommits(self.options.commit)
         self._detected: str | None = None
         self._heard_to = 0  # where the last decode of speech ended (absolute samples)
 

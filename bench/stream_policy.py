@@ -1,0 +1,155 @@
+"""Commit policies on real conversation: one simulated live stream per call, side by side.
+
+``bench/capacity.py`` measures a whole server under load; this isolates the policy. Each call
+of ``capacity``'s real sets (``room``: AMI as a room microphone hears it; ``phone``: AMI
+through a simulated telephone line; ``--real DIR``: recordings of your own) is streamed
+through ``WhisperStreamingRecognizer`` (tiny.en, one thread, the step fixed at each of
+``--steps``, as a server's pace would set it) in 100 ms frames, then 1.5 s of silence, once
+per commit rule (``heard.asr.commits.CommitRule``):
+
+* ``heard``: what streams use: two decodes agree, or a decode heard ``SETTLED_S`` (1 s) after
+  the word, ``CONFIDENT_SETTLED_S`` (0.3 s) after a word read with ``CONFIDENT`` probability;
+* ``no-confident``: the same without the confident rule;
+* ``agreement``: LocalAgreement-2 alone (whisper_streaming's rule, on heard's buffers);
+* ``endpoint``: nothing final until the utterance ends (VAD silence, or ``max_utterance_s``):
+  each utterance read once whole, the most right context a stream can have; the bound on
+  what any rule over these buffers can read.
+
+Per rule and step: WER of the committed text against what was said (AMI's words, fillers
+left out), pooled over the calls, beside tiny.en offline on each whole call (greedy,
+faster-whisper's defaults, as ``capacity`` reports it); commit latency from a word's end as
+said to its commit (the decode's CPU time added to the audio time of its step), p50 and p95;
+and the decoding CPU seconds per audio second. One thread: a stream's cost, not a server's.
+
+Usage: python bench/stream_policy.py [--sets room,phone] [--steps 500,1500] [--real DIR]
+       [--rules heard,agreement] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heard.asr.audio import SAMPLE_RATE
+from heard.asr.commits import CommitRule
+from heard.asr.streaming import StreamOptions, WhisperStreamingRecognizer
+from heard.asr.whisper import WhisperOptions
+from heard.release.cadence import nearest_rank
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from capacity import (
+    FRAME,
+    TAIL_SILENCE_S,
+    Call,
+    call_sets,
+    matched_ends,
+    normalized,
+    offline_texts,
+    offline_wer,
+    pooled_wer,
+)
+
+RULES: dict[str, CommitRule] = {
+    "heard": CommitRule(),
+    "no-confident": CommitRule(confident=math.inf),
+    "agreement": CommitRule(settled_s=math.inf, confident=math.inf),
+    "endpoint": CommitRule.endpoint_only(),
+}
+
+
+def stream(call: Call, step_ms: int, rule: CommitRule) -> tuple[list[tuple[str, float]], float]:
+    """The words ``call`` commits as one live stream, each with when (seconds of the call,
+    plus the decoding time so far in that step); and the CPU seconds spent decoding."""
+    options = StreamOptions(chunk_ms=step_ms, commit=rule)
+    recognizer = WhisperStreamingRecognizer(options=options, whisper=WhisperOptions(cpu_threads=1))
+    silence = np.zeros(round(TAIL_SILENCE_S * SAMPLE_RATE), dtype=np.float32)
+    audio = np.concatenate([call.samples.astype(np.float32), silence])
+    committed: list[tuple[str, float]] = []
+    cpu = 0.0
+
+    def take(found: list[Any], at: float, spent: float) -> None:
+        for d in found:
+            if d.kind.value == "final":
+                committed.extend((w, at + spent) for w in normalized(d.text).split())
+
+    for i in range(0, len(audio), FRAME):
+        started = time.process_time()
+        found = recognizer.push(audio[i : i + FRAME])
+        spent = time.process_time() - started
+        cpu += spent
+        take(found, min(i + FRAME, len(audio)) / SAMPLE_RATE, spent)
+    started = time.process_time()
+    found = recognizer.finish()
+    spent = time.process_time() - started
+    cpu += spent
+    take(found, len(audio) / SAMPLE_RATE, spent)
+    return committed, cpu
+
+
+def measure(calls: list[Call], step_ms: int, rule: CommitRule) -> dict[str, Any]:
+    pairs: list[tuple[str, str]] = []
+    delays: list[float] = []
+    cpu = seconds = 0.0
+    for call in calls:
+        committed, spent = stream(call, step_ms, rule)
+        words = [w for w, _ in committed]
+        pairs.append((call.truth, " ".join(words)))
+        for (_, at), end in zip(committed, matched_ends(words, call), strict=True):
+            if end is not None:
+                delays.append(at - end)
+        cpu += spent
+        seconds += call.seconds
+    return {
+        "wer": pooled_wer(pairs),
+        "commit_p50_s": round(nearest_rank(delays, 50), 2),
+        "commit_p95_s": round(nearest_rank(delays, 95), 2),
+        "cpu_s_per_s": round(cpu / seconds, 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default="room,phone", help="room, phone (comma-separated)")
+    parser.add_argument("--steps", default="500,1500", help="steps in ms (comma-separated)")
+    parser.add_argument("--rules", default=",".join(RULES), help=f"of {', '.join(RULES)}")
+    parser.add_argument("--real", type=Path, help="a folder of recordings with a .txt each")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    rules = args.rules.split(",")
+    if unknown := [r for r in rules if r not in RULES]:
+        parser.error(f"unknown rule {unknown[0]!r}: one of {', '.join(RULES)}")
+    try:
+        steps = [int(s) for s in args.steps.split(",")]
+    except ValueError:
+        parser.error(f"--steps takes milliseconds, e.g. 500,1500, not {args.steps!r}")
+    sets = call_sets([s for s in args.sets.split(",") if s], args.real)
+    results: dict[str, Any] = {}
+    for name, calls in sets.items():
+        texts = offline_texts(calls)
+        offline = offline_wer(calls, texts)["beam1"]
+        seconds = sum(c.seconds for c in calls)
+        print(f"{name}: {', '.join(c.name for c in calls)} ({seconds:.0f} s); "
+              f"offline tiny.en WER {offline}", file=sys.stderr, flush=True)  # fmt: skip
+        rows = results[name] = {"offline_wer": offline, "rows": []}
+        for step in steps:
+            for rule in rules:
+                row = {"rule": rule, "step_ms": step, **measure(calls, step, RULES[rule])}
+                rows["rows"].append(row)
+                print(f"  {rule:13} step {step:>5} ms  WER {row['wer']:.3f} "
+                      f"(+{row['wer'] - offline:.3f})  commit p50 {row['commit_p50_s']:.2f} "
+                      f"p95 {row['commit_p95_s']:.2f} s  CPU {row['cpu_s_per_s']:.3f} s/s",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()
