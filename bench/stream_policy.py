@@ -12,8 +12,8 @@ per commit rule (``heard.asr.commits.CommitRule``):
 * ``no-confident``: the same without the confident rule;
 * ``agreement``: LocalAgreement-2 alone (whisper_streaming's rule, on heard's buffers);
 * ``endpoint``: nothing final until the utterance ends (VAD silence, or ``max_utterance_s``):
-  each utterance read once whole, the most right context a stream can have; the bound on
-  what any rule over these buffers can read.
+  each utterance read once whole, the most right context a commit rule can give these
+  buffers (a reference for what a rule can read, not a strict bound).
 
 Per rule and step: WER of the committed text against what was said (AMI's words, fillers
 left out), pooled over the calls, beside tiny.en offline on each whole call (greedy,
@@ -116,7 +116,7 @@ def measure(calls: list[Call], step_ms: int, rule: CommitRule) -> dict[str, Any]
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="room,phone", help="room, phone (comma-separated)")
+    parser.add_argument("--sets", default="room,phone", help="room, phone, mix (comma-separated)")
     parser.add_argument("--steps", default="500,1500", help="steps in ms (comma-separated)")
     parser.add_argument("--rules", default=",".join(RULES), help=f"of {', '.join(RULES)}")
     parser.add_argument("--real", type=Path, help="a folder of recordings with a .txt each")
@@ -128,7 +128,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         steps = [int(s) for s in args.steps.split(",")]
     except ValueError:
-        parser.error(f"--steps takes milliseconds, e.g. 500,1500, not {args.steps!r}")
+        steps = []
+    if not steps or min(steps) <= 0:
+        parser.error(f"--steps takes milliseconds over 0, e.g. 500,1500, not {args.steps!r}")
     sets = call_sets([s for s in args.sets.split(",") if s], args.real)
     results: dict[str, Any] = {}
     for name, calls in sets.items():

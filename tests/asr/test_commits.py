@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -132,8 +133,10 @@ def test_a_confident_word_is_committed_with_less_heard_after_it() -> None:
     commits = WordCommits()
     words[0] = Word(0.4, 0.8, "ask", 0.95)
     assert commits.agree(words, heard_to=1.6) == (words[:2], words[2:])
-    unsure = [Word(0.4, 0.8, "ask", 0.95), Word(1.0, 1.2, "not", 0.89)]
-    assert WordCommits().agree(unsure, heard_to=1.6)[0] == unsure[:1]
+    unsure = [Word(0.4, 0.8, "ask", 0.9), Word(1.0, 1.2, "not", 0.89)]
+    assert WordCommits().agree(unsure, heard_to=1.6)[0] == unsure[:1], "0.9 is sure"
+    with pytest.raises(ValueError, match="over 0 s"):
+        CommitRule(confident_settled_s=0.0)
 
 
 def test_the_end_of_a_cut_word_heard_again_is_not_said_twice() -> None:
