@@ -32,6 +32,8 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ import numpy as np
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.commits import CommitRule
-from heard.asr.streaming import StreamOptions, WhisperStreamingRecognizer
+from heard.asr.streaming import Decoded, StreamOptions, WhisperStreamingRecognizer
 from heard.asr.whisper import WhisperOptions
 from heard.release.cadence import nearest_rank
 
@@ -73,23 +75,18 @@ def stream(call: Call, step_ms: int, rule: CommitRule) -> tuple[list[tuple[str, 
     audio = np.concatenate([call.samples.astype(np.float32), silence])
     committed: list[tuple[str, float]] = []
     cpu = 0.0
-
-    def take(found: list[Any], at: float, spent: float) -> None:
-        for d in found:
-            if d.kind.value == "final":
-                committed.extend((w, at + spent) for w in normalized(d.text).split())
-
-    for i in range(0, len(audio), FRAME):
+    steps: list[tuple[float, Callable[[], list[Decoded]]]] = [
+        (min(i + FRAME, len(audio)) / SAMPLE_RATE, partial(recognizer.push, audio[i : i + FRAME]))
+        for i in range(0, len(audio), FRAME)
+    ]
+    steps.append((len(audio) / SAMPLE_RATE, recognizer.finish))
+    for at, step in steps:
         started = time.process_time()
-        found = recognizer.push(audio[i : i + FRAME])
+        found = step()
         spent = time.process_time() - started
         cpu += spent
-        take(found, min(i + FRAME, len(audio)) / SAMPLE_RATE, spent)
-    started = time.process_time()
-    found = recognizer.finish()
-    spent = time.process_time() - started
-    cpu += spent
-    take(found, len(audio) / SAMPLE_RATE, spent)
+        committed += [(w, at + spent) for d in found if d.kind.value == "final"
+                      for w in normalized(d.text).split()]  # fmt: skip
     return committed, cpu
 
 
