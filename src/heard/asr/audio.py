@@ -10,6 +10,7 @@ the limit once more than ``max_s`` seconds come out, for packets that carry no l
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ __all__ = [
     "check_duration",
     "load_audio",
     "measure_audio",
+    "open_input",
     "probe_audio",
 ]
 
@@ -48,6 +50,32 @@ class AudioInfo:
     channels: int
     partly_counted: bool = False
     """The packets were counted only to the limit: the file lasts over ``duration_s``."""
+
+
+def open_input(source: Any) -> Any:
+    """``av.open(source)`` for reading, on every PyAV heard supports, with tags that are not
+    UTF-8 (a Latin-1 title, say) taken as they come instead of refusing the file."""
+    import av
+
+    return av.open(source, mode="r", **_tag_options(av.open))
+
+
+@functools.cache
+def _tag_options(opener: Any) -> dict[str, Any]:
+    """What ``open_input`` passes to ``av.open`` for tags that are not UTF-8. PyAV before 19
+    raises UnicodeDecodeError on such a tag unless told ``metadata_errors="ignore"``; 19
+    dropped the keyword (it decodes tags with surrogateescape) and rejects it with a TypeError.
+    Which kind is installed is found by asking ``opener`` itself, once: the probe names a path
+    no file can have, so where the keyword is accepted only the missing file fails."""
+    try:
+        opener("\0", mode="r", metadata_errors="ignore").close()
+    except TypeError as e:
+        if "metadata_errors" in str(e):
+            return {}
+        raise
+    except Exception:  # noqa: BLE001 - the missing file: the keyword was taken
+        pass
+    return {"metadata_errors": "ignore"}
 
 
 def _check_file(path: Path) -> None:
@@ -101,10 +129,8 @@ def measure_audio(path: str | Path, max_s: float = math.inf) -> AudioInfo:
     info = probe_audio(path)
     if info.duration_s > max_s:
         return info  # over the limit by its own word: nothing to count
-    import av
-
     try:
-        with av.open(str(info.path), metadata_errors="ignore") as container:
+        with open_input(str(info.path)) as container:
             stream = container.streams.audio[0]
             base = float(stream.time_base) if stream.time_base else 0.0
             held, one_timeline, packets = _count(container.demux(stream), base, max_s)
@@ -186,7 +212,7 @@ def probe_audio(path: str | Path) -> AudioInfo:
             "PyAV is missing (it comes with heard: reinstall heard)"
         ) from e
     try:
-        with av.open(str(p), metadata_errors="ignore") as container:
+        with open_input(str(p)) as container:
             streams = container.streams.audio
             if not streams:
                 raise AudioError(f"{p}: no audio stream, expected an audio file")
@@ -249,7 +275,7 @@ def audio_windows(
     held: list[np.ndarray] = []
     held_n = 0
     try:
-        with av.open(str(p), metadata_errors="ignore") as container:
+        with open_input(str(p)) as container:
             if not container.streams.audio:
                 raise AudioError(f"{p}: no audio stream, expected an audio file")
             for chunk in _decoded(av, container, stereo=channel is not None):

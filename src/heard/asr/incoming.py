@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from heard.asr.audio import SAMPLE_RATE
+from heard.asr.audio import SAMPLE_RATE, open_input
 from heard.errors import AudioError
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ class _Container:
         import av
 
         try:
-            with av.open(self._pipe, mode="r") as container:
+            with open_input(self._pipe) as container:
                 stream = container.streams.audio[0]
                 # planar, each channel its own plane, at the stream's own layout
                 resampler = av.AudioResampler(format="s16p", rate=SAMPLE_RATE)
