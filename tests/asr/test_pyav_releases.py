@@ -70,10 +70,10 @@ def pyav19_open(real: Any) -> Any:
     takes_tag_errors = int(av.__version__.split(".")[0]) < 19
     tolerant = {"metadata_errors": "surrogateescape"} if takes_tag_errors else {}
 
-    def open(  # noqa: A001 - it stands in for av.open
+    def open(  # it stands in for av.open
         file: Any,
         mode: str | None = None,
-        format: str | None = None,  # noqa: A002 - PyAV's own name
+        format: str | None = None,
         options: dict[str, str] | None = None,
         container_options: dict[str, str] | None = None,
         buffer_size: int = 32768,
