@@ -2,9 +2,17 @@
 # The test command: installs what the tests need, then lint, type-check and the whole suite,
 # with PostgreSQL and Redis up (tools/services.py uses the ones at HEARD_TEST_DATABASE_URL and
 # HEARD_TEST_REDIS_URL, or installs and starts throwaway ones, and stops what it started).
-# Usage: bash tools/test.sh [extra pytest args]
+# Usage: bash tools/test.sh [--newest] [extra pytest args]
+# heard[dev] is installed at the releases in constraints.txt (the ones the suite last passed
+# with, per Python version), so a run can be repeated exactly; --newest takes the newest
+# release of every dependency instead, so that a release that breaks heard fails here first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+pins=(-c constraints.txt)
+if [ "${1:-}" = "--newest" ]; then
+  shift
+  pins=(--upgrade --upgrade-strategy eager)
+fi
 # The active virtual environment's python; with none active, .venv's (made here when missing:
 # Debian and Ubuntu let pip install nothing into the system's Python, PEP 668).
 if [ -n "${VIRTUAL_ENV:-}" ]; then
@@ -32,8 +40,9 @@ if ((${#missing[@]})); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "== installing heard[dev]"
-"$py" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+echo "== installing heard[dev] (${pins[*]})"
+"$py" -m pip install --quiet --disable-pip-version-check "${pins[@]}" -e ".[dev]"
+"$py" -c 'import sys, av, numpy; print("== Python", sys.version.split()[0], "PyAV", av.__version__, "numpy", numpy.__version__)'
 
 echo "== ruff"
 "$py" -m ruff format --check .

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# README's two commands, verbatim, as a new user runs them: in a fresh Debian root made with
+# mmdebstrap (minbase, with only python3, python3-venv, git and ca-certificates), on a clone of
+# this checkout's HEAD. Prints each command's time, what it downloaded and the venv's size.
+#
+# Usage: sudo bash tools/fresh_root.sh [--suite trixie|bookworm] [--tests] [--newest] [--keep]
+#   --suite   Debian release: trixie (13, Python 3.13; the default) or bookworm (12, Python 3.11)
+#   --tests   also run the second command (the whole test suite); without it, only the first
+#   --newest  the second command as `bash tools/test.sh --newest`: the newest releases of every
+#             dependency instead of constraints.txt
+#   --keep    leave the root in place (its path is printed) instead of deleting it
+# Needs root (mmdebstrap, chroot, mounts) and Debian's archive; the root goes under $TMPDIR.
+set -euo pipefail
+suite=trixie tests=0 newest=0 keep=0
+while (($#)); do
+  case "$1" in
+    --suite) suite="${2:?--suite needs a name}"; shift 2 ;;
+    --tests) tests=1; shift ;;
+    --newest) newest=1; tests=1; shift ;;
+    --keep) keep=1; shift ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "fresh_root.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$suite" in trixie|bookworm) ;; *) echo "fresh_root.sh: --suite trixie or bookworm" >&2; exit 2 ;; esac
+[ "$(id -u)" -eq 0 ] || { echo "fresh_root.sh: run as root (mmdebstrap, chroot)" >&2; exit 2; }
+repo=$(cd "$(dirname "$0")/.." && pwd)
+if ! command -v mmdebstrap >/dev/null; then
+  echo "== installing mmdebstrap"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
+fi
+
+# The two commands, taken from README's quick start: its first two ```bash blocks.
+mapfile -t commands < <(awk '/^## Quick start/{on=1} on&&/^```bash$/{b=1;next} b&&/^```$/{b=0;n++; if(n==2)exit} b' "$repo/README.md")
+((${#commands[@]} == 2)) || { echo "fresh_root.sh: README's quick start has no two commands" >&2; exit 1; }
+
+root=$(mktemp -d "${TMPDIR:-/tmp}/heard-$suite.XXXXXX")
+mounted=()
+cleanup() {
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
+  if ((keep)); then echo "== the root is kept at $root"; else rm -rf "$root"; fi
+}
+trap cleanup EXIT
+echo "== making a Debian $suite root in $root"
+mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,git,ca-certificates \
+  "$suite" "$root" http://deb.debian.org/debian
+for d in proc sys dev dev/pts; do mount --bind "/$d" "$root/$d"; mounted+=("$root/$d"); done
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A machine whose HTTPS goes through a proxy with a certificate authority of its own (these
+# build machines) has it in /usr/local/share/ca-certificates: the root trusts it too.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >/dev/null 2>&1
+fi
+git clone --quiet --no-hardlinks "$repo" "$root/root/heard"
+python=$(chroot "$root" python3 --version)
+echo "== $python in Debian $(cat "$root/etc/debian_version")"
+
+size() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {printf "%.0f", s / 1e6}'; }
+downloaded() { size "$root/root/.cache/pip" "$root/var/cache/apt/archives"; }
+run() {  # the command as a user types it, in a login shell at the clone
+  local before start rc
+  before=$(downloaded) start=$(date +%s)
+  echo "== \$ $1"
+  set +e
+  chroot "$root" env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash -c "cd /root/heard && $1"
+  rc=$?
+  set -e
+  echo "== exit $rc after $(($(date +%s) - start)) s; $(($(downloaded) - before)) MB downloaded;" \
+    "the venv holds $(size "$root/root/heard/.venv") MB"
+  return $rc
+}
+run "${commands[0]}"
+chroot "$root" /root/heard/.venv/bin/python -c \
+  'import av, numpy, faster_whisper; print("== PyAV", av.__version__, "numpy", numpy.__version__, "faster-whisper", faster_whisper.__version__)'
+if ((tests)); then
+  second="${commands[1]}"
+  ((newest)) && second="$second --newest"
+  run "$second"
+fi
