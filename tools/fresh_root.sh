@@ -48,10 +48,13 @@ mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,git,ca-certi
 for d in proc sys dev dev/pts; do mount --bind "/$d" "$root/$d"; mounted+=("$root/$d"); done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # A machine whose HTTPS goes through a proxy with a certificate authority of its own (these
-# build machines) has it in /usr/local/share/ca-certificates: the root trusts it too.
+# build machines) has it in /usr/local/share/ca-certificates: the root trusts it too, and pip
+# is pointed at the system's bundle (its build subprocesses use certifi's otherwise).
+proxy_env=()
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
   chroot "$root" update-ca-certificates >/dev/null 2>&1 || true  # it warns, and may exit 1, on the bundle
+  proxy_env=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
 fi
 git clone --quiet --no-hardlinks "$repo" "$root/root/heard"
 python=$(chroot "$root" python3 --version)
@@ -65,7 +68,7 @@ run() {  # the command as a user types it, in a login shell at the clone
   echo "== \$ $1"
   set +e
   chroot "$root" env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash -c "cd /root/heard && $1"
+    "${proxy_env[@]}" bash -c "cd /root/heard && $1"
   rc=$?
   set -e
   echo "== exit $rc after $(($(date +%s) - start)) s; $(($(downloaded) - before)) MB downloaded;" \
