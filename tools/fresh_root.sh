@@ -36,6 +36,7 @@ mapfile -t commands < <(awk '/^## Quick start/{on=1} on&&/^```bash$/{b=1;next} b
 ((${#commands[@]} == 2)) || { echo "fresh_root.sh: README's quick start has no two commands" >&2; exit 1; }
 
 root=$(mktemp -d "${TMPDIR:-/tmp}/heard-$suite.XXXXXX")
+chmod 755 "$root"  # a root directory every user can enter (postgres, _apt)
 mounted=()
 cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
@@ -53,7 +54,7 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 proxy_env=()
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
-  chroot "$root" update-ca-certificates >/dev/null 2>&1 || true  # it warns, and may exit 1, on the bundle
+  chroot "$root" update-ca-certificates
   proxy_env=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
 fi
 git clone --quiet --no-hardlinks "$repo" "$root/root/heard"
