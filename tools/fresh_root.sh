@@ -46,19 +46,23 @@ trap cleanup EXIT
 echo "== making a Debian $suite root in $root"
 mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,git,ca-certificates \
   "$suite" "$root" http://deb.debian.org/debian
+proxy_env=()
+in_root() {  # a command in the root, with none of this machine's environment ($TMPDIR, say)
+  chroot "$root" env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "${proxy_env[@]}" "$@"
+}
 for d in proc sys dev dev/pts; do mount --bind "/$d" "$root/$d"; mounted+=("$root/$d"); done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # A machine whose HTTPS goes through a proxy with a certificate authority of its own (these
 # build machines) has it in /usr/local/share/ca-certificates: the root trusts it too, and pip
 # is pointed at the system's bundle (its build subprocesses use certifi's otherwise).
-proxy_env=()
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
-  chroot "$root" update-ca-certificates
+  in_root update-ca-certificates >/dev/null
   proxy_env=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
 fi
 git clone --quiet --no-hardlinks "$repo" "$root/root/heard"
-python=$(chroot "$root" python3 --version)
+python=$(in_root python3 --version)
 echo "== $python in Debian $(cat "$root/etc/debian_version")"
 
 size() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {printf "%.0f", s / 1e6}'; }
@@ -68,8 +72,7 @@ run() {  # the command as a user types it, in a login shell at the clone
   before=$(downloaded) start=$(date +%s)
   echo "== \$ $1"
   set +e
-  chroot "$root" env -i HOME=/root TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    "${proxy_env[@]}" bash -c "cd /root/heard && $1"
+  in_root bash -c "cd /root/heard && $1"
   rc=$?
   set -e
   echo "== exit $rc after $(($(date +%s) - start)) s; $(($(downloaded) - before)) MB downloaded;" \
@@ -77,7 +80,7 @@ run() {  # the command as a user types it, in a login shell at the clone
   return $rc
 }
 run "${commands[0]}"
-chroot "$root" /root/heard/.venv/bin/python -c \
+in_root /root/heard/.venv/bin/python -c \
   'import av, numpy, faster_whisper; print("== PyAV", av.__version__, "numpy", numpy.__version__, "faster-whisper", faster_whisper.__version__)'
 if ((tests)); then
   second="${commands[1]}"
