@@ -97,7 +97,7 @@ def local_speakers(activity: npt.NDArray[np.float32], min_frames: int) -> int:
     at least that many people speak."""
     if activity.shape[0] == 0:
         return 0
-    return int((activity.sum(axis=1) >= min_frames).sum(axis=1).max())
+    return int(np.max((activity.sum(axis=1) >= min_frames).sum(axis=1)))
 
 
 def _unit(x: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
@@ -108,7 +108,7 @@ def _unit(x: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
 def _centroids(
     vectors: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
-    return _unit(np.stack([vectors[labels == k].mean(axis=0) for k in range(labels.max() + 1)]))
+    return _unit(np.stack([vectors[labels == k].mean(axis=0) for k in range(int(np.max(labels)) + 1)]))
 
 
 def _renumber(labels: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -166,7 +166,7 @@ def _spectral(vectors: npt.NDArray[np.float64], most: int) -> tuple[npt.NDArray[
 
 def count_speakers(vectors: npt.NDArray[np.floating]) -> int:
     """How many speakers ``vectors`` (one per stretch) hold, as ``cluster`` counts them."""
-    return int(cluster(vectors, None).max(initial=-1)) + 1
+    return int(np.max(cluster(vectors, None), initial=-1)) + 1
 
 
 def cluster(
@@ -203,7 +203,7 @@ def cluster(
     labels = _renumber(labels)
     if speakers is None:
         labels = _join_alike(v, labels, at_least)
-    wanted = speakers if speakers is not None else max(at_least, int(labels.max()) + 1)
+    wanted = speakers if speakers is not None else max(at_least, int(np.max(labels)) + 1)
     return _renumber(_to_count(v, labels, min(wanted, n)))
 
 
@@ -212,7 +212,7 @@ def _join_alike(
 ) -> npt.NDArray[np.int64]:
     """Clusters whose centroids are more alike than ONE_PERSON joined, the most alike first,
     down to ``at_least``."""
-    while labels.max() + 1 > max(1, at_least):
+    while np.max(labels) + 1 > max(1, at_least):
         c = _centroids(v, labels)
         similarity = c @ c.T - 3 * np.eye(len(c))
         i, j = np.unravel_index(int(np.argmax(similarity)), similarity.shape)
@@ -230,13 +230,13 @@ def _to_count(
     centroid (of a cluster of two or more) starts a new one, and every stretch goes to its
     nearest centroid (an old cluster keeps its most typical stretch)."""
     labels = labels.copy()
-    while labels.max() + 1 > wanted:
+    while np.max(labels) + 1 > wanted:
         c = _centroids(v, labels)
         similarity = c @ c.T - 3 * np.eye(len(c))
         i, j = np.unravel_index(int(np.argmax(similarity)), similarity.shape)
         labels = _renumber(np.where(labels == j, i, labels))
-    while labels.max() + 1 < wanted:
-        k = int(labels.max()) + 1
+    while np.max(labels) + 1 < wanted:
+        k = int(np.max(labels)) + 1
         c = _centroids(v, labels)
         own = (v * c[labels]).sum(axis=1)
         own[np.bincount(labels, minlength=k)[labels] < 2] = np.inf
@@ -251,7 +251,7 @@ def _to_count(
                 if len(mine) == 0:
                     mine = np.flatnonzero(labels == old)
                 moved[mine[np.argmax(v[mine] @ c[old])]] = old
-        if int(_renumber(moved).max()) + 1 <= k:  # nothing could be split off
+        if int(np.max(_renumber(moved))) + 1 <= k:  # nothing could be split off
             break
         labels = _renumber(moved)
     return labels

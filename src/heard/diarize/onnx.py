@@ -162,7 +162,7 @@ class OnnxDiarizer:
         vectors = self.embedder.embed([self._alone(samples, count, a, b) for a, b in stretches])
         at_least = local_speakers(activity, int(LOCAL_SPEAKER_S * SAMPLE_RATE / FRAME))
         labels = cluster(vectors, speakers, at_least)
-        found = int(labels.max()) + 1
+        found = int(np.max(labels)) + 1
         if speakers is not None and found < speakers:
             log.warning(
                 "%d speakers asked for, but %.1f s of speech holds only %d",

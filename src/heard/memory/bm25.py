@@ -160,7 +160,7 @@ class BM25Index:
         k = min(k, len(scores))
         if k <= 0:
             return []
-        kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
+        kth = np.min(scores[np.argpartition(-scores, k - 1)[:k]])
         tied_in = np.flatnonzero(scores >= max(kth, np.nextafter(0.0, 1.0)))
         ranked = sorted(tied_in.tolist(), key=lambda d: (-scores[d], d))[:k]
         return [Hit(d, float(scores[d])) for d in ranked]

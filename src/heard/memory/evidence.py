@@ -372,7 +372,7 @@ class EvidenceIndex:
             near += COSINE_NEIGHBOUR_SHARE / offset * padded[np.frombuffer(m, dtype=np.int32)]
         lexical = np.zeros(n)
         lexical[targets] = spread
-        best = lexical.max()
+        best = np.max(lexical)
         if best > 0:
             lexical /= best
         fused = lexical + self.embedder.weight * near
