@@ -74,8 +74,10 @@ def test_the_site_loads_nothing_from_another_host_and_search_finds_a_page(site: 
             page.keyboard.type("diarization")
             first = page.locator(".md-search-result__item a").first
             first.wait_for(timeout=30_000)
-            assert urlparse(first.get_attribute("href") or "").path.rstrip("/").endswith(
-                "/diarization"
+            assert (
+                urlparse(first.get_attribute("href") or "")
+                .path.rstrip("/")
+                .endswith("/diarization")
             ), page.locator(".md-search-result__list").inner_text()
             page.goto(site + "/diarization/")  # a page deeper in the site, its own assets
             assert page.locator("h1").first.inner_text().startswith("Diarization")

@@ -108,7 +108,9 @@ def _unit(x: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
 def _centroids(
     vectors: npt.NDArray[np.float64], labels: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
-    return _unit(np.stack([vectors[labels == k].mean(axis=0) for k in range(int(np.max(labels)) + 1)]))
+    return _unit(
+        np.stack([vectors[labels == k].mean(axis=0) for k in range(int(np.max(labels)) + 1)])
+    )
 
 
 def _renumber(labels: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
