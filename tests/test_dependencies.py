@@ -92,24 +92,23 @@ def test_the_plain_install_serves_and_diarizes() -> None:
 
 def test_every_upper_bound_says_why() -> None:
     """An upper bound (``<``, ``<=``, ``==``, ``~=``) on a dependency stands only where a release
-    is known to break heard, and the reason is written beside it: on its line, or in a comment
-    of the paragraph it sits in (issue 54)."""
+    is known to break heard, and the reason is written beside it: on its line, or in the
+    comment right above it (or above the bounded lines and the list they open) (issue 54)."""
     lines = (REPO / "pyproject.toml").read_text(encoding="utf-8").splitlines()
-    start = lines.index("[project]")
-    end = lines.index("[project.scripts]")
+    start, end = lines.index("[project]"), lines.index("[project.scripts]")
+
+    def bounded(line: str) -> re.Match[str] | None:
+        m = re.match(r'"([^"]+)",?\s*(#.*)?$', line.strip())
+        upper = {"<", "<=", "==", "~=", "==="}
+        return m if m and any(s.operator in upper for s in Requirement(m[1]).specifier) else None
+
     unexplained = []
     for i in range(start, end):
-        line = lines[i].strip()
-        if not (m := re.match(r'"([^"]+)",?\s*(#.*)?$', line)):
+        if not (m := bounded(lines[i])) or m[2]:
             continue
-        req = Requirement(m.group(1))
-        if not any(s.operator in {"<", "<=", "==", "~=", "==="} for s in req.specifier):
-            continue
-        above = i
-        while above > start and lines[above - 1].strip():
+        above = i - 1
+        while bounded(lines[above]) or re.match(r"[\w-]+ = \[$", lines[above].strip()):
             above -= 1
-        if m.group(2) is None and not any(
-            lines[j].strip().startswith("#") for j in range(above, i)
-        ):
-            unexplained.append(line)
+        if not lines[above].strip().startswith("#"):
+            unexplained.append(lines[i].strip())
     assert unexplained == []
