@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from heard import __version__
 from heard.errors import HeardError, InputError
+from heard.scopes import closed_at_end
 
 EXIT_BAD_INPUT = 2
 
@@ -82,7 +83,8 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     @wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            result = command(*args, **kwargs)
+            with closed_at_end():  # the stores the command opened close with it
+                result = command(*args, **kwargs)
             sys.stdout.flush()
             return result
         except HeardError as e:
