@@ -406,3 +406,32 @@ async def started(retriever: ScriptedRetriever) -> list[str]:
     """The queries retrieved so far, once the speculations just started have run."""
     await asyncio.sleep(0)
     return list(retriever.queries)
+
+
+def test_join_returns_when_the_work_is_done_before_its_callbacks_ran() -> None:
+    """A final's preparation that finished in the loop's last turn, its done callbacks not yet
+    run, is done: ``join`` returns. Since Python 3.12 a gather over finished tasks returns
+    without yielding to the loop, so a join that waited for the callbacks to empty its list
+    spun for ever (a live socket's "end" frame held its server thread at 100% CPU)."""
+    import threading
+
+    async def scenario() -> None:
+        conv = Conversation(ScriptedRetriever())
+        await conv.feed(final(0, "What did Maya say?"))
+        await asyncio.sleep(0)  # the preparation runs to its end; its callbacks wait a turn
+        await conv.join()
+        assert [c.final for c in conv.contexts] == ["What did Maya say?"]
+
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(scenario())
+        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+            failures.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)  # a spinning loop cannot be cancelled
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "Conversation.join never returned"
+    assert failures == []

@@ -146,8 +146,11 @@ class Prefetcher:
 
     async def join(self) -> None:
         """Wait for every retrieval, publication and remembering in flight."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        # by what is not done, not by what is left in _tasks: a task leaves it in a callback,
+        # and since Python 3.12 gather over finished tasks returns without yielding to the
+        # loop that would run it (this loop then spun for ever, holding the thread)
+        while pending := [task for task in self._tasks if not task.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
         if self._remembering is not None:
             await asyncio.gather(self._remembering, return_exceptions=True)
 
