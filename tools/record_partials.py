@@ -63,12 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.audio.is_file():
         print(f"record_partials: {args.audio}: no such file", file=sys.stderr)
         return 2
-    from faster_whisper import decode_audio
+    from heard.asr.audio import load_audio
+    from heard.errors import AudioError
 
     try:
-        audio = decode_audio(str(args.audio), sampling_rate=SAMPLE_RATE)
-    except Exception as e:  # noqa: BLE001 - PyAV raises many types for bad files
-        print(f"record_partials: {args.audio}: cannot decode audio ({e})", file=sys.stderr)
+        audio = load_audio(args.audio)
+    except AudioError as e:
+        print(f"record_partials: {e}", file=sys.stderr)
         return 2
     model = load_model(args.model)
     step = SAMPLE_RATE * args.chunk_ms // 1000

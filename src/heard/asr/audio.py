@@ -36,6 +36,7 @@ __all__ = [
     "measure_audio",
     "open_input",
     "probe_audio",
+    "tag_options",
 ]
 
 SAMPLE_RATE = 16_000
@@ -57,11 +58,11 @@ def open_input(source: Any) -> Any:
     UTF-8 (a Latin-1 title, say) taken as they come instead of refusing the file."""
     import av
 
-    return av.open(source, mode="r", **_tag_options(av.open))
+    return av.open(source, mode="r", **tag_options(av.open))
 
 
 @functools.cache
-def _tag_options(opener: Any) -> dict[str, Any]:
+def tag_options(opener: Any) -> dict[str, Any]:
     """What ``open_input`` passes to ``av.open`` for tags that are not UTF-8. PyAV before 19
     raises UnicodeDecodeError on such a tag unless told ``metadata_errors="ignore"``; 19
     dropped the keyword (it decodes tags with surrogateescape) and rejects it with a TypeError.
