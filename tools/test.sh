@@ -41,7 +41,8 @@ if ((${#missing[@]})); then
 fi
 
 echo "== installing heard[dev] (${pins[*]})"
-"$py" -m pip install --quiet --disable-pip-version-check "${pins[@]}" -e ".[dev]"
+"$py" -m pip install --quiet --disable-pip-version-check "${pins[@]}" -e ".[dev]" ||
+  "$py" -m pip install --disable-pip-version-check "${pins[@]}" -e ".[dev]"  # again, saying why
 "$py" -c 'import sys, av, numpy; print("== Python", sys.version.split()[0], "PyAV", av.__version__, "numpy", numpy.__version__)'
 
 echo "== ruff"

@@ -5,6 +5,7 @@ each SQLite connection. Light on purpose: a command that opens nothing loads not
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,15 +23,22 @@ _OPENED: ContextVar[list[Disposable] | None] = ContextVar("heard_opened", defaul
 
 @contextmanager
 def closed_at_end() -> Iterator[None]:
-    """Dispose, last first, of what ``opened`` was told of inside the block."""
+    """Dispose, last first, of what ``opened`` was told of inside the block: of every one,
+    even where one fails (the first failure is raised after, unless the block raised)."""
     held: list[Disposable] = []
     token = _OPENED.set(held)
     try:
         yield
     finally:
         _OPENED.reset(token)
+        failed: list[Exception] = []
         for resource in reversed(held):
-            resource.dispose()
+            try:
+                resource.dispose()
+            except Exception as e:  # noqa: BLE001 - the others are still disposed of
+                failed.append(e)
+        if failed and sys.exc_info()[1] is None:
+            raise failed[0]
 
 
 def opened(resource: Disposable) -> None:

@@ -126,11 +126,13 @@ def test_lexical_engines_agree_with_heard_on_what_ranks_first() -> None:
     bench = load("lexical")
     docs, queries = bench.corpus(3000)
     engines = [bench.Heard(), bench.Bm25s(), bench.Tantivy(), bench.Fts5()]
-    for engine in engines:
-        engine.build(docs)
-    top = {e.name: [e.query(q)[:1] for q in queries] for e in engines}
-    for engine in engines:
-        engine.close()  # FTS5's connection
+    try:
+        for engine in engines:
+            engine.build(docs)
+        top = {e.name: [e.query(q)[:1] for q in queries] for e in engines}
+    finally:
+        for engine in engines:
+            engine.close()  # FTS5's connection
     agree = sum(a == b for a, b in zip(top["heard BM25"], top["bm25s"], strict=True))
     assert agree >= 0.9 * len(queries)  # same BM25, same tokens: ties aside, same winner
     for engine in engines:

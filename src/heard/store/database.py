@@ -59,8 +59,7 @@ def safe_url(url: str) -> str:
 
 class Database:
     """One store, at ``url`` (``heard.settings.database_url()`` gives the environment's:
-    ``$HEARD_DATABASE_URL`` or the SQLite default). ``with Database(url) as db:`` closes its
-    connections at the end, as ``dispose`` does."""
+    ``$HEARD_DATABASE_URL`` or the SQLite default)."""
 
     def __init__(self, url: str, *, engine_options: dict[str, Any] | None = None):
         if not isinstance(url, str) or not url:
@@ -93,12 +92,6 @@ class Database:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         opened(self)  # a CLI command's store is disposed when the command ends
-
-    def __enter__(self) -> Database:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.dispose()
 
     def migrate(self) -> None:
         """Bring the schema to the newest migration (creates it on an empty database). One
