@@ -42,8 +42,18 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/heard-$suite.XXXXXX")
 chmod 755 "$root"  # a root directory every user can enter (postgres, _apt)
 mounted=()
 cleanup() {
+  # what the commands left running in the root (PostgreSQL, Redis, Chromium) goes first
+  for proc in /proc/[0-9]*; do
+    [ "$(readlink "$proc/root" 2>/dev/null)" = "$root" ] && kill -9 "${proc#/proc/}" 2>/dev/null
+  done
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
-  if ((keep)); then echo "== the root is kept at $root"; else rm -rf "$root"; fi
+  if ((keep)); then
+    echo "== the root is kept at $root"
+  elif grep -q " $root/" /proc/mounts; then  # never delete through a mount into this machine
+    echo "fresh_root.sh: $root still has mounts; left in place" >&2
+  else
+    rm -rf --one-file-system "$root"
+  fi
 }
 trap cleanup EXIT
 echo "== making a Debian $suite root in $root"
@@ -71,8 +81,8 @@ echo "== $python in Debian $(cat "$root/etc/debian_version")"
 size() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {printf "%.0f", s / 1e6}'; }
 # MB received by this machine's network interfaces (the root shares them): what the command
 # downloaded, and whatever else this machine fetched meanwhile (nothing, on an idle one)
-downloaded() { awk -F'[: ]+' '$2 != "lo" && NR > 2 {s += $3} END {printf "%.0f", s / 1e6}' /proc/net/dev; }
-run() {  # the command as a user types it, in a login shell at the clone
+downloaded() { awk 'NR > 2 {sub(":", " "); if ($1 != "lo") s += $2} END {printf "%.0f", s / 1e6}' /proc/net/dev; }
+run() {  # the command as a user types it, in a new shell at the clone
   local before start rc
   before=$(downloaded) start=$(date +%s)
   echo "== \$ $1"
