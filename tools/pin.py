@@ -1,6 +1,7 @@
 """Write constraints.txt: the releases the test suite passed with, one Python version or more.
 
-Each input is what ``pip freeze`` printed in an environment where ``bash tools/test.sh`` passed,
+Each input is what ``pip freeze`` printed in an environment where ``bash tools/test.sh`` passed
+(on the oldest patch release of its Python that heard supports: a pin holds for all of them),
 named by that environment's Python version; a release the versions share is pinned for all, one
 they differ on is pinned per version (``; python_version == "3.11"``), the newest Python's pins
 standing for every later one. A version not given keeps its lines from the current file.
