@@ -151,6 +151,7 @@ def _reply(
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
 BAD: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "The body is not JSON."},
+    413: {"model": ErrorOut, "description": "The body is over its size limit (1 MiB of JSON)."},
     422: {"model": InvalidOut},
 }
 """The error replies a route documents in the OpenAPI schema."""
