@@ -7,21 +7,18 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
 from tests.conftest import REPO
+from tests.offline_browser import offline_page
 
 pytestmark = pytest.mark.system
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -48,39 +45,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_the_site_loads_nothing_from_another_host_and_search_finds_a_page(site: str) -> None:
-    from playwright.sync_api import Route, sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        pytest.fail(
-            f"Chromium is not at {CHROMIUM}: tools/test.sh installs it (apt-get install chromium)"
-        )
-    ours = urlparse(site).netloc
-    elsewhere: list[str] = []
-
-    def cut(route: Route) -> None:  # the network beyond the site's own server is gone
-        if urlparse(route.request.url).netloc == ours:
-            route.continue_()
-        else:
-            elsewhere.append(f"{route.request.resource_type} {route.request.url}")
-            route.abort("internetdisconnected")
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.route("**/*", cut)
-            page.goto(site + "/")
-            page.locator("input.md-search__input").focus()
-            page.keyboard.type("diarization")
-            first = page.locator(".md-search-result__item a").first
-            first.wait_for(timeout=30_000)
-            assert (
-                urlparse(first.get_attribute("href") or "")
-                .path.rstrip("/")
-                .endswith("/diarization")
-            ), page.locator(".md-search-result__list").inner_text()
-            page.goto(site + "/diarization/")  # a page deeper in the site, its own assets
-            assert page.locator("h1").first.inner_text().startswith("Diarization")
-        finally:
-            browser.close()
+    with offline_page(site) as (page, elsewhere):
+        page.goto(site + "/")
+        page.locator("input.md-search__input").focus()
+        page.keyboard.type("diarization")
+        first = page.locator(".md-search-result__item a").first
+        first.wait_for(timeout=30_000)
+        assert (
+            urlparse(first.get_attribute("href") or "").path.rstrip("/").endswith("/diarization")
+        ), page.locator(".md-search-result__list").inner_text()
+        page.goto(site + "/diarization/")  # a page deeper in the site, its own assets
+        assert page.locator("h1").first.inner_text().startswith("Diarization")
     assert elsewhere == []
