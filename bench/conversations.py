@@ -168,15 +168,19 @@ def espeak_speakers(workdir: Path, count: int = len(VOICES)) -> list[Speaker]:
 
 
 def make_conversation(
-    name: str, cast: list[Speaker], rng: random.Random, turns: int = 10
+    name: str, cast: list[Speaker], rng: random.Random, turns: int = 10, everyone: bool = False
 ) -> Conversation:
-    """A conversation among ``cast`` (see the module docstring)."""
+    """A conversation among ``cast`` (see the module docstring); with ``everyone``, each of
+    them takes a turn before anyone takes a second."""
     placed: list[tuple[float, str, npt.NDArray[np.float32], str]] = []
     floors = {s.name: s.floor_db for s in cast}
     t = 0.5
     previous: str | None = None
+    heard: set[str] = set()
     for _ in range(turns):
-        speaker = rng.choice([s for s in cast if s.name != previous] or cast)
+        pool = [s for s in cast if s.name not in heard] if everyone else []
+        speaker = rng.choice([s for s in pool or cast if s.name != previous] or cast)
+        heard.add(speaker.name)
         clip, text = rng.choice(speaker.clips)
         clip = clip * (10 ** (rng.uniform(-3, 3) / 20))
         start = max(0.0, t + rng.uniform(-0.6, 0.8)) if placed else t
@@ -255,7 +259,7 @@ def recordings(folder: Path) -> list[Conversation]:
 
 
 def librispeech_speakers() -> list[Speaker]:
-    """The four LibriSpeech readers in tests/data/diarization/librispeech, three utterances
+    """The ten LibriSpeech readers in tests/data/diarization/librispeech, three utterances
     each (the file name's first number is the reader)."""
     from heard.asr.audio import load_audio
 
@@ -266,16 +270,64 @@ def librispeech_speakers() -> list[Speaker]:
     return [Speaker(f"libri{name}", said, REAL_FLOOR_DB) for name, said in clips.items()]
 
 
-def spliced(count: int = 6, seed: int = 40) -> list[Conversation]:
-    """``count`` conversations of real voices one after another: 2, 3 or 4 of the LibriSpeech
-    readers taking turns (``make_conversation``'s overlaps and pauses, no interjections)."""
+SPLICED_SIZES = (2, 3, 4, 6, 9, 5, 2, 3, 4, 7)
+"""How many readers take part in each spliced conversation, in turn."""
+
+
+def spliced(count: int = 8, seed: int = 40) -> list[Conversation]:
+    """``count`` conversations of real voices one after another: 2 to 9 of the ten LibriSpeech
+    readers taking turns, each of them at least once (``SPLICED_SIZES``;
+    ``make_conversation``'s overlaps and pauses, no interjections)."""
     rng = random.Random(seed)
     readers = librispeech_speakers()
     out = []
     for i in range(count):
-        size = 2 + i % 3
+        size = SPLICED_SIZES[i % len(SPLICED_SIZES)]
         cast = rng.sample(readers, size)
-        out.append(make_conversation(f"spliced{i:02d}-{size}spk", cast, rng, turns=2 * size))
+        out.append(make_conversation(f"spliced{i:02d}-{size}spk", cast, rng, turns=2 * size,
+                                     everyone=True))  # fmt: skip
+    return out
+
+
+HELD_OUT = REAL / "heldout"
+HELD_OUT_SIZES = (2, 3, 4, 5, 6, 7, 8, 9)
+
+
+def phrases(samples: npt.NDArray[np.float32], shortest_s: float = 3.0
+            ) -> list[npt.NDArray[np.float32]]:  # fmt: skip
+    """``samples`` cut at its pauses (``loud_spans``' gaps) into phrases of at least
+    ``shortest_s`` (the last one may be shorter when nothing follows it)."""
+    spans = loud_spans(samples, floor_db=REAL_FLOOR_DB)
+    out: list[npt.NDArray[np.float32]] = []
+    start = None
+    for a, b in spans:
+        start = a if start is None else start
+        if b - start >= shortest_s:
+            out.append(samples[int(start * RATE) : int(b * RATE)])
+            start = None
+    if start is not None:
+        out.append(samples[int(start * RATE) : int(spans[-1][1] * RATE)])
+    return out
+
+
+def held_out_spliced(seed: int = 55) -> list[Conversation]:
+    """Conversations of 2 to 9 of the twenty LibriSpeech train-clean-100 readers in
+    ``heldout/librispeech`` (none of them in the tuning set), each reader's one utterance cut
+    at its pauses into phrases that are their turns; every reader of a conversation speaks."""
+    from heard.asr.audio import load_audio
+
+    readers = [
+        Speaker(f"reader{path.name.split('-')[0]}",
+                [(_unit(x), path.stem) for x in phrases(load_audio(path))], REAL_FLOOR_DB)
+        for path in sorted((HELD_OUT / "librispeech").glob("*.flac"))
+    ]  # fmt: skip
+    rng = random.Random(seed)
+    out = []
+    for i, size in enumerate(HELD_OUT_SIZES):
+        cast = rng.sample(readers, size)
+        conversation = make_conversation(f"heldout{i:02d}-{size}spk", cast, rng,
+                                         turns=2 * size, everyone=True)  # fmt: skip
+        out.append(conversation)
     return out
 
 

@@ -1,12 +1,18 @@
 """Who spoke when: heard's diarizer beside senko on the same audio, in the same run.
 
-Real recordings first (``tests/data/diarization``, sources and licences in its README):
+Real speech first (``tests/data/diarization``, sources and licences in its READMEs), in two
+groups, each pooled on its own:
 
-* ``real: AMI meetings``: 13 excerpts of real meetings, 30 s each, far-field, overlapping;
-* ``real: three in a row``: three people one after another (Picovoice's falcon test clip);
-* ``real voices, spliced``: conversations of 2-4 real LibriSpeech readers taking turns, put
-  together here (``bench/conversations.py``): real people, a made-up conversation;
-* ``--real DIR`` (repeatable): any folder of FLAC or WAV files with an RTTM of the same name.
+* **held out**, never looked at while the thresholds were set:
+  ``held out: real recordings`` (``heldout/``: an AMI meeting the tuning set does not hold,
+  a radio phone-in with four people, six people reading German prompts) and
+  ``held out: real voices, spliced`` (conversations of 2-9 of twenty LibriSpeech
+  train-clean-100 readers, none of them in the tuning set); ``--real DIR`` (repeatable) adds
+  any folder of FLAC or WAV files with an RTTM of the same name to this group;
+* **tuning**, where the thresholds were set: 13 AMI excerpts (30 s each, far-field,
+  overlapping), three people one after another (Picovoice's falcon clip), and conversations
+  of 2-9 of ten LibriSpeech test-other readers (``spliced``: real people, a made-up
+  conversation).
 
 Then the synthetic sets, labelled so: ``stereo_diarization.wav`` mixed to mono, espeak-ng
 conversations of 2-4 voices (``--seed``; 30-32 tuned the old diarizer), and one person
@@ -24,6 +30,7 @@ transcribed alone, by meeteval's cpWER (``pip install meeteval``: it is not in h
 since PyPI has no wheel of it and it builds only with a C++ compiler).
 
     python bench/diarize.py [--senko-python /path/to/python] [--real DIR] [--cpwer 4]
+    python bench/diarize.py --no-synthetic --sets "held out"   # the held-out figures only
 """
 
 from __future__ import annotations
@@ -39,10 +46,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conversations import (
+    HELD_OUT,
     RATE,
     REAL,
     Conversation,
     conversations,
+    held_out_spliced,
     monologues,
     recordings,
     spliced,
@@ -207,12 +216,16 @@ def report(result: dict[str, Any]) -> None:
               f"{e['heard_wall_x']:.3f}x the audio's"
               + (f"; senko wall {e['senko_wall_s_per_hour']:.0f} s per hour (model load "
                  "included)" if "senko_wall_s_per_hour" in e else ""))  # fmt: skip
-    if "real_pooled" in result:
-        print("pooled over the real recordings:")
-        for key, label in (("heard_known", "heard, speakers given:"), ("heard_auto",
-                           "heard, auto:"), ("senko_auto", "senko, auto:")):  # fmt: skip
-            if key in result["real_pooled"]:
-                print(_line(label, result["real_pooled"][key]))
+    for group, title in (
+        ("held_out_pooled", "HELD OUT (never tuned on), pooled:"),
+        ("tuning_pooled", "tuning set (thresholds set here), pooled:"),
+    ):
+        if result.get(group):
+            print(title)
+            for key, label in (("heard_known", "heard, speakers given:"), ("heard_auto",
+                               "heard, auto:"), ("senko_auto", "senko, auto:")):  # fmt: skip
+                if key in result[group]:
+                    print(_line(label, result[group][key]))
     if "cpwer" in result:
         print(f"cpWER, diarized vs per-track transcripts: {result['cpwer']:.3f}")
 
@@ -231,12 +244,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        real = {"real: AMI meetings": recordings(REAL / "ami"),
-                "real: three in a row": recordings(REAL / "falcon"),
-                "real voices, spliced": spliced()}  # fmt: skip
+        tuning = {"tuning: AMI meetings": recordings(REAL / "ami"),
+                  "tuning: three in a row": recordings(REAL / "falcon"),
+                  "tuning: real voices, spliced": spliced()}  # fmt: skip
+        held_out = {"held out: real recordings": recordings(HELD_OUT),
+                    "held out: real voices, spliced": held_out_spliced()}  # fmt: skip
         for extra in args.real:
-            real[f"real: {extra.name}"] = recordings(extra)
-        sets = dict(real)
+            held_out[f"held out: {extra.name}"] = recordings(extra)
+        sets = {**held_out, **tuning}
         if not args.no_synthetic:
             sets |= {"synthetic: stereo_diarization mono": [stereo_mixed()],
                      "synthetic: espeak-ng conversations": conversations(folder, args.count,
@@ -246,14 +261,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for label, convs in sets.items():
             if convs and args.sets in label:
                 result["sets"][label] = run_set(convs, args.senko_python, folder)
-        pooled: dict[str, Any] = {}
-        for key, which in (("heard_auto", "auto"), ("heard_known", "known"),
-                           ("senko_auto", "senko")):  # fmt: skip
-            rows = [r for label in real if label in result["sets"]
-                    for r in result["sets"][label]["rows"].get(which, [])]  # fmt: skip
-            if rows:
-                pooled[key] = summary(rows)
-        result["real_pooled"] = pooled
+        for group, labels in (("held_out_pooled", held_out), ("tuning_pooled", tuning)):
+            pooled: dict[str, Any] = {}
+            for key, which in (("heard_auto", "auto"), ("heard_known", "known"),
+                               ("senko_auto", "senko")):  # fmt: skip
+                rows = [r for label in labels if label in result["sets"]
+                        for r in result["sets"][label]["rows"].get(which, [])]  # fmt: skip
+                if rows:
+                    pooled[key] = summary(rows)
+            result[group] = pooled
         if args.cpwer:
             result["cpwer"] = cpwer(conversations(folder, args.count, args.seed)[: args.cpwer])
     if args.json:

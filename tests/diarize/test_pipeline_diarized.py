@@ -186,11 +186,11 @@ def test_speakers_of_a_replaced_recording_leave_the_meeting(db: Database) -> Non
     meeting_id = meeting(db, names=())
     run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
                  diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
-    assert set(get_meeting(db, meeting_id).participants) == {"call", "Speaker 1", "Speaker 2"}
+    assert set(get_meeting(db, meeting_id).participants) == {"Speaker 1", "Speaker 2"}
     upload_track(db, track_of(db, meeting_id, "call", ""), "call2.wav")
     run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call2.wav": CALL}),
                  diarizer=FakeDiarizer({"call2.wav": [(0.0, 12.0, 0)]}))  # fmt: skip
-    assert set(get_meeting(db, meeting_id).participants) == {"call", "Speaker 1"}
+    assert set(get_meeting(db, meeting_id).participants) == {"Speaker 1"}
 
 
 def test_a_recording_may_be_named_after_one_of_its_speakers(db: Database) -> None:
@@ -210,3 +210,49 @@ def test_a_speaker_without_words_leaves_no_gap_in_the_labels(db: Database) -> No
                           diarizer=FakeDiarizer({"call.wav": turns}))  # fmt: skip
     assert result.outcome is PipelineOutcome.COMPLETE
     assert sorted({who for who, *_ in phrases(db, meeting_id)}) == ["Speaker 1", "Speaker 2"]
+
+
+def test_the_meetings_list_names_the_speakers_not_the_recording(db: Database) -> None:
+    """Once diarized, a recording's speakers are who the meeting holds; its own name (here
+    the file's) is no one (issue 55). Before that, the recording's name is all there is."""
+    from heard.store.meetings import list_meetings
+
+    named, unnamed = meeting(db), meeting(db, names=())
+    assert {m.participants for m in list_meetings(db)} == {("call",)}
+    for meeting_id in (named, unnamed):
+        run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
+                     diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
+    listed = {str(m.id): m.participants for m in list_meetings(db)}
+    assert sorted(listed[named]) == ["ana", "bob"]
+    assert sorted(listed[unnamed]) == ["Speaker 1", "Speaker 2"]
+
+
+# three people who take the floor from each other inside the recognizer's segments, which run
+# across every change of speaker (as Whisper's 30 s windows do on a mixed recording)
+RELAY_TURNS = [(0.0, 3.0, 0), (3.1, 6.0, 1), (6.1, 9.0, 2), (9.1, 12.0, 0), (12.1, 15.0, 1)]
+RELAY = [Segment(0.0, 7.9, "one two three four five six seven eight nine ten eleven twelve "
+                 "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty",
+                 words(0.0, "one two three four five six seven eight nine ten eleven twelve "
+                       "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty")),
+         Segment(8.0, 14.7, "a b c d e f g h i j k l m n o p q",
+                 words(8.0, "a b c d e f g h i j k l m n o p q"))]  # fmt: skip
+
+
+def test_no_phrase_spans_two_speakers(db: Database) -> None:
+    """A change of speaker ends a phrase: every word of a phrase lies in its own speaker's
+    turns, and no other speaker talks inside a phrase for longer than an interjection
+    (issue 55: a phrase 60 s long ran across several people)."""
+    meeting_id = meeting(db, names=("ana", "bob", "cy"))
+    run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": RELAY}),
+                 diarizer=FakeDiarizer({"call.wav": RELAY_TURNS}))  # fmt: skip
+    names = ("ana", "bob", "cy")
+    by_word = {w.text: w for s in RELAY for w in s.words}
+    got = phrases(db, meeting_id)
+    assert len(got) == len(RELAY_TURNS)
+    for who, start, end, text in got:
+        mine = [(a, b) for a, b, k in RELAY_TURNS if names[k] == who]
+        for word in text.split():
+            middle = (by_word[word].start + by_word[word].end) / 2
+            assert any(a <= middle <= b for a, b in mine), (who, word)
+        others = [(a, b) for a, b, k in RELAY_TURNS if names[k] != who]
+        assert all(min(b, end) - max(a, start) < 1.5 for a, b in others), (who, start, end)

@@ -252,8 +252,17 @@ def _summary(session: Session, meeting: Meeting) -> MeetingSummary:
         meeting.title,
         meeting.started_at,
         meeting.status,
-        tuple(p.name for p in meeting.participants),
+        tuple(p.name for p in meeting.participants if not _diarized_recording(p)),
         count,
+    )
+
+
+def _diarized_recording(participant: Participant) -> bool:
+    """A recording of several people, diarized: its speakers are the participants that
+    speak, and the recording's name (often its file's) names none of them."""
+    tracks = participant.tracks
+    return bool(tracks) and all(
+        t.speakers is not None and t.diarization is not None for t in tracks
     )
 
 
