@@ -62,6 +62,23 @@ def test_the_number_asked_for_is_found_in_a_real_meeting(
     assert {t.speaker for t in found.turns} == set(range(speakers))  # numbered without gaps
 
 
+def test_nine_real_readers_given_nine_are_nine_speakers_each_one_reader(
+    diarizer: OnnxDiarizer,
+) -> None:
+    """Nine LibriSpeech readers taking turns (bench/conversations.py's tuning conversation):
+    nine asked for, nine found, each with turns, each mostly one reader (issue 55: nine given
+    still left 68 s of a news clip in one cluster)."""
+    from tests.bench.test_benchmarks import load
+
+    conversation = next(c for c in load("conversations").spliced() if c.speakers == 9)
+    found = diarizer.diarize(conversation.samples, speakers=9)
+    assert found.speakers == 9
+    assert {t.speaker for t in found.turns} == set(range(9))
+    turns = [(t.start, t.end, str(t.speaker)) for t in found.turns]
+    assert der(conversation.truth, turns, conversation.duration_s) <= 0.2
+    assert diarizer.diarize(conversation.samples).speakers >= 8  # auto: one is in 2 stretches
+
+
 def test_the_two_speakers_of_stereo_diarization_mixed_to_mono(diarizer: OnnxDiarizer) -> None:
     left = load_audio(AUDIO / "stereo_diarization.wav", 0)
     right = load_audio(AUDIO / "stereo_diarization.wav", 1)

@@ -199,6 +199,9 @@ def test_a_recording_may_be_named_after_one_of_its_speakers(db: Database) -> Non
     run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
                  diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
     assert {who for who, *_ in phrases(db, meeting_id)} == {"ana", "bob"}
+    from heard.store.meetings import get_meeting
+
+    assert sorted(get_meeting(db, meeting_id).participants) == ["ana", "bob"]
 
 
 def test_a_speaker_without_words_leaves_no_gap_in_the_labels(db: Database) -> None:
@@ -249,10 +252,12 @@ def test_no_phrase_spans_two_speakers(db: Database) -> None:
     by_word = {w.text: w for s in RELAY for w in s.words}
     got = phrases(db, meeting_id)
     assert len(got) == len(RELAY_TURNS)
+    said = [word for _, _, _, text in sorted(got, key=lambda p: p[1]) for word in text.split()]
+    assert said == [w.text for s in RELAY for w in s.words]  # every word, once, in order
     for who, start, end, text in got:
         mine = [(a, b) for a, b, k in RELAY_TURNS if names[k] == who]
         for word in text.split():
             middle = (by_word[word].start + by_word[word].end) / 2
             assert any(a <= middle <= b for a, b in mine), (who, word)
         others = [(a, b) for a, b, k in RELAY_TURNS if names[k] != who]
-        assert all(min(b, end) - max(a, start) < 1.5 for a, b in others), (who, start, end)
+        assert all(min(b, end) - max(a, start) < 0.3 for a, b in others), (who, start, end)

