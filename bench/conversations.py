@@ -280,11 +280,18 @@ def spliced(count: int = 8, seed: int = 40) -> list[Conversation]:
     ``make_conversation``'s overlaps and pauses, no interjections)."""
     rng = random.Random(seed)
     readers = librispeech_speakers()
+    sizes = [SPLICED_SIZES[i % len(SPLICED_SIZES)] for i in range(count)]
+    return _casts("spliced", readers, sizes, rng)
+
+
+def _casts(prefix: str, readers: list[Speaker], sizes: list[int] | tuple[int, ...],
+           rng: random.Random) -> list[Conversation]:  # fmt: skip
+    """One conversation per size, of that many readers drawn from ``readers``, each of whom
+    speaks, two turns a reader."""
     out = []
-    for i in range(count):
-        size = SPLICED_SIZES[i % len(SPLICED_SIZES)]
+    for i, size in enumerate(sizes):
         cast = rng.sample(readers, size)
-        out.append(make_conversation(f"spliced{i:02d}-{size}spk", cast, rng, turns=2 * size,
+        out.append(make_conversation(f"{prefix}{i:02d}-{size}spk", cast, rng, turns=2 * size,
                                      everyone=True))  # fmt: skip
     return out
 
@@ -321,14 +328,7 @@ def held_out_spliced(seed: int = 55) -> list[Conversation]:
                 [(_unit(x), path.stem) for x in phrases(load_audio(path))], REAL_FLOOR_DB)
         for path in sorted((HELD_OUT / "librispeech").glob("*.flac"))
     ]  # fmt: skip
-    rng = random.Random(seed)
-    out = []
-    for i, size in enumerate(HELD_OUT_SIZES):
-        cast = rng.sample(readers, size)
-        conversation = make_conversation(f"heldout{i:02d}-{size}spk", cast, rng,
-                                         turns=2 * size, everyone=True)  # fmt: skip
-        out.append(conversation)
-    return out
+    return _casts("heldout", readers, HELD_OUT_SIZES, random.Random(seed))
 
 
 def monologues(workdir: Path, seed: int = 30) -> list[Conversation]:

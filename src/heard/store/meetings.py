@@ -248,7 +248,9 @@ def resolve_meeting_id(
 def _summary(session: Session, meeting: Meeting) -> MeetingSummary:
     count = session.scalar(select(func.count()).where(Phrase.meeting_id == meeting.id)) or 0
     speaking = set(
-        session.scalars(select(Phrase.participant_id).where(Phrase.meeting_id == meeting.id))
+        session.scalars(
+            select(Phrase.participant_id).where(Phrase.meeting_id == meeting.id).distinct()
+        )
     )
     return MeetingSummary(
         meeting.id,
