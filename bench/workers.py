@@ -32,12 +32,13 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 from heard.asr.whisper import FasterWhisperTranscriber
-from heard.pipeline import celery_app, run_pipeline
+from heard.meetings import celery_app, run_pipeline
 from heard.samples import sample_meeting
 from heard.settings import Settings
 from heard.store.database import Database
-from heard.store.meetings import TrackSpec, create_meeting, get_meeting
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.models import MeetingStatus
+from heard.store.views import get_meeting
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tools")]

@@ -11,7 +11,7 @@ SRC = Path(heard.__file__).resolve().parent
 SQL = ("sqlalchemy", "alembic", "psycopg")
 IO = (*SQL, "faster_whisper", "ctranslate2", "fastapi", "starlette", "uvicorn", "celery",
       "redis", "openai", "anthropic", "google", "httpx", "torch", "heard.store", "heard.asr",
-      "heard.server", "heard.pipeline", "heard.llm")  # fmt: skip
+      "heard.server", "heard.meetings", "heard.llm")  # fmt: skip
 PURE = ("transcript", "timeline", "release/policy.py", "release/tracker.py", "speech.py")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import heard
 
 SRC = Path(heard.__file__).resolve().parent
-EDGES = ("cli/", "settings.py", "pipeline/celery_app.py")
+EDGES = ("cli/", "settings.py", "meetings/celery_app.py")
 """The command line, where settings are made, and the worker's start-up (``configure``)."""
 READERS = {"settings", "database_url"}
 

@@ -68,7 +68,7 @@ def test_public_names_still_resolve_on_first_use() -> None:
     assert "heard.store.database" in modules
 
 
-RECALL_NEEDS_NONE_OF = ("heard.pipeline", "heard.server", "heard.asr", "heard.cli.meeting_jobs",
+RECALL_NEEDS_NONE_OF = ("heard.meetings", "heard.server", "heard.asr", "heard.cli.meeting_jobs",
                         "heard.diarize", "faster_whisper", "ctranslate2", "fastapi", "celery",
                         "uvicorn", "av", "alembic")  # fmt: skip
 """What a recall never uses: the meeting pipeline, the server, speech recognition, and Alembic

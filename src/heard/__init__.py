@@ -35,9 +35,9 @@ _EXPORTS = {
     "ModelError": "heard.errors",
     "NotFoundError": "heard.errors",
     "PhraseDraft": "heard.timeline",
-    "PipelineOptions": "heard.pipeline",
-    "PipelineOutcome": "heard.pipeline",
-    "PipelineResult": "heard.pipeline",
+    "PipelineOptions": "heard.meetings",
+    "PipelineOutcome": "heard.meetings",
+    "PipelineResult": "heard.meetings",
     "Provider": "heard.llm",
     "ProviderError": "heard.errors",
     "ReleaseMode": "heard.release",
@@ -65,11 +65,11 @@ _EXPORTS = {
     "build_phrases": "heard.timeline",
     "create_meeting": "heard.store.meetings",
     "load_workspace": "heard.memory.workspace",
-    "meeting_phrases": "heard.store.meetings",
+    "meeting_phrases": "heard.store.views",
     "provider_from_env": "heard.llm.providers",
     "read_events": "heard.transcript",
     "run_guarded": "heard.transcript",
-    "run_pipeline": "heard.pipeline",
+    "run_pipeline": "heard.meetings",
     "tokenize": "heard.transcript",
 }
 """Each public name and the module that defines it."""
@@ -152,10 +152,10 @@ if _typing.TYPE_CHECKING:
     )
     from heard.llm import Provider
     from heard.llm.providers import provider_from_env
+    from heard.meetings import PipelineOptions, PipelineOutcome, PipelineResult, run_pipeline
     from heard.memory.evidence import EvidenceIndex
     from heard.memory.recall import MemoryRecall
     from heard.memory.workspace import load_workspace
-    from heard.pipeline import PipelineOptions, PipelineOutcome, PipelineResult, run_pipeline
     from heard.release import (
         Captions,
         IdentityTranslator,
@@ -167,7 +167,8 @@ if _typing.TYPE_CHECKING:
     )
     from heard.speech import Segment, Transcription
     from heard.store import Database, MeetingStatus, TrackStatus
-    from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
+    from heard.store.meetings import TrackSpec, create_meeting
+    from heard.store.views import meeting_phrases
     from heard.timeline import PhraseDraft, Track, build_phrases
     from heard.transcript import (
         EventKind,

@@ -12,6 +12,7 @@ tests/test_errors.py holds against the classes::
     │   ├── ModelError          a recognition model, language or device not to be had as asked
     │   ├── ConflictError       an id or name that is taken already; nothing was stored
     │   ├── BusyError           more than a user may ask at once, or in a minute; try later
+    │   ├── TooLargeError       an input over a size or length limit
     │   └── RepeatedKeyError    a JSON object that names a key twice (also a ValueError)
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
@@ -21,7 +22,8 @@ tests/test_errors.py holds against the classes::
         ├── StoreError          the database: unreachable, unopenable, or not heard's
         ├── BrokerError         the Celery broker
         ├── ProviderError       an LLM call: transport, timeout, refusal, no tool call
-        └── StoppingError       this process is shutting down: the work was given back
+        ├── StoppingError       this process is shutting down: the work was given back
+        └── NoRoomError         no room to keep what was sent: the disk, or the user's share
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "InputError",
     "MissingDependencyError",
     "ModelError",
+    "NoRoomError",
     "NotFoundError",
     "ProviderError",
     "RepeatedKeyError",
@@ -45,6 +48,7 @@ __all__ = [
     "SocketCloseError",
     "StoppingError",
     "StoreError",
+    "TooLargeError",
     "TurnStateError",
     "UnknownNameError",
 ]
@@ -96,6 +100,11 @@ class BusyError(InputError):
     def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class TooLargeError(InputError):
+    """An input over a limit of size or length (a body, a track's duration); nothing of it
+    was kept."""
 
 
 class RepeatedKeyError(InputError, ValueError):
@@ -153,3 +162,8 @@ class ProviderError(ServiceError):
 class StoppingError(ServiceError):
     """This process is shutting down: the work it was doing stopped and nothing of it was
     kept; asked again (or resumed at the next start), it is done whole."""
+
+
+class NoRoomError(ServiceError):
+    """No room to keep what was sent: the disk is full, or the user's stored audio would pass
+    their limit; nothing of it was kept."""

@@ -44,7 +44,7 @@ class Settings:
         "HEARD_STUCK_AFTER_S", None,
         "A claim on a track older than this, from a process heard cannot see (another "
         "machine), was abandoned; also the tasks' hard time limit. Unset: the pipeline's "
-        "1800 s (heard.pipeline.steps.PipelineOptions).",
+        "1800 s (heard.meetings.steps.PipelineOptions).",
     )  # fmt: skip
     visibility_timeout_s: float = _var(
         "HEARD_VISIBILITY_TIMEOUT_S", 3600.0,

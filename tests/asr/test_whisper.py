@@ -17,10 +17,11 @@ import pytest
 from heard.asr import FasterWhisperTranscriber, WhisperOptions, load_audio, probe_audio
 from heard.asr.whisper import REPEAT_GAP_S, load_model
 from heard.errors import AudioError
-from heard.pipeline import PipelineOutcome, run_pipeline
+from heard.meetings import PipelineOutcome, run_pipeline
 from heard.speech import Segment, Word
 from heard.store.database import Database
-from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases
+from heard.store.meetings import TrackSpec, create_meeting
+from heard.store.views import meeting_phrases
 from tests.conftest import AUDIO
 
 pytestmark = pytest.mark.asr

@@ -13,7 +13,7 @@ import typer
 from heard.cli import app
 from heard.samples import sample_meeting, sample_path
 from heard.store.database import Database
-from heard.store.meetings import list_meetings
+from heard.store.views import list_meetings
 from tests.cli.run import Ran, heard
 
 UNREACHABLE = "postgresql+psycopg://nobody@127.0.0.1:1/x"

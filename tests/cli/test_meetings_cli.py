@@ -14,7 +14,7 @@ from heard.cli.app import write_output
 from heard.cli.meetings import parse_track
 from heard.errors import InputError
 from heard.store.database import Database
-from heard.store.meetings import list_meetings
+from heard.store.views import list_meetings
 from tests.cli.run import heard
 from tests.conftest import AUDIO
 

@@ -17,8 +17,8 @@ from heard.asr.audio import load_audio
 from heard.errors import StoreError
 from heard.store.database import Database
 from heard.store.holder import holder_is_gone, this_holder
-from heard.store.meetings import list_meetings, meeting_phrases, track_states
 from heard.store.models import TrackStatus
+from heard.store.views import list_meetings, meeting_phrases, track_states
 from tests.cli.run import heard
 from tests.conftest import AUDIO
 

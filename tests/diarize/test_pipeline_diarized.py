@@ -8,12 +8,13 @@ import pytest
 
 from heard.diarize import Diarization
 from heard.errors import MissingDependencyError
-from heard.pipeline import PipelineOptions, PipelineOutcome, run_pipeline
+from heard.meetings import PipelineOptions, PipelineOutcome, run_pipeline
 from heard.speech import Segment, Word
 from heard.store.database import Database
-from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases, track_states
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.models import TrackStatus
 from heard.store.tracks import track_of, upload_track
+from heard.store.views import meeting_phrases, track_states
 from heard.testing import FakeClock, FakeDiarizer, FakeTranscriber
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -181,7 +182,7 @@ def test_a_separate_participant_that_failed_never_gets_a_speakers_words(db: Data
 
 
 def test_speakers_of_a_replaced_recording_leave_the_meeting(db: Database) -> None:
-    from heard.store.meetings import get_meeting
+    from heard.store.views import get_meeting
 
     meeting_id = meeting(db, names=())
     run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
@@ -199,7 +200,7 @@ def test_a_recording_may_be_named_after_one_of_its_speakers(db: Database) -> Non
     run_pipeline(meeting_id, db=db, transcriber=FakeTranscriber({"call.wav": CALL}),
                  diarizer=FakeDiarizer({"call.wav": TURNS}))  # fmt: skip
     assert {who for who, *_ in phrases(db, meeting_id)} == {"ana", "bob"}
-    from heard.store.meetings import get_meeting
+    from heard.store.views import get_meeting
 
     assert sorted(get_meeting(db, meeting_id).participants) == ["ana", "bob"]
 
@@ -218,7 +219,7 @@ def test_a_speaker_without_words_leaves_no_gap_in_the_labels(db: Database) -> No
 def test_the_meetings_list_names_the_speakers_not_the_recording(db: Database) -> None:
     """Once diarized, a recording's speakers are who the meeting holds; its own name (here
     the file's) is no one (issue 55). Before that, the recording's name is all there is."""
-    from heard.store.meetings import list_meetings
+    from heard.store.views import list_meetings
 
     named, unnamed = meeting(db), meeting(db, names=())
     assert {m.participants for m in list_meetings(db)} == {("call",)}

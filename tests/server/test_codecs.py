@@ -27,6 +27,7 @@ from heard.asr.whisper import WhisperOptions
 from heard.errors import BusyError
 from heard.server.app import ServerSettings, create_app
 from heard.server.quotas import FairQueue
+from heard.server.state import state_of
 from heard.speech import Segment, Transcription, Word
 from heard.store.database import Database
 from heard.store.users import add_user
@@ -55,7 +56,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str,
     settings = ServerSettings(db, folder / "uploads", transcriber=SlowTranscriber({}),
                               recognizers=scripted)  # fmt: skip
     app = create_app(settings)
-    app.state.transcribing = FairQueue(1, stopping=settings.stopping)  # one at a time, any machine
+    # one at a time, on any machine
+    state_of(app).transcribing = FairQueue(1, stopping=settings.stopping)
     _, ana = add_user(db, "ana")
     _, ben = add_user(db, "ben")
     try:

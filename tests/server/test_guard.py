@@ -12,8 +12,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from heard.limits import JSON_BODY_BYTES as JSON_LIMIT
 from heard.server.app import ServerSettings, create_app
-from heard.server.guard import JSON_LIMIT
 from heard.store.database import Database
 from heard.store.users import add_user
 

@@ -22,11 +22,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from heard import limits
 from heard.errors import BusyError
 from heard.memory.factory import STOP_CHECK_TEXTS, MemoryParts
-from heard.server import quotas
+from heard.memory.users import Memories
 from heard.server.app import ServerSettings, create_app
-from heard.server.state import Memories
 from heard.store.database import Database
 from heard.store.models import EvidenceRow
 from heard.store.users import add_user
@@ -98,8 +98,8 @@ def budgeted(
 
     @contextlib.contextmanager
     def serve(burst: int, per_s: int) -> Iterator[tuple[TestClient, dict[str, str]]]:
-        monkeypatch.setattr(quotas, "EVIDENCE_BURST", burst)
-        monkeypatch.setattr(quotas, "EVIDENCE_BYTES_PER_S", per_s)
+        monkeypatch.setattr(limits, "EVIDENCE_BURST", burst)
+        monkeypatch.setattr(limits, "EVIDENCE_BYTES_PER_S", per_s)
         _, token = add_user(db, "ana")
         with TestClient(create_app(ServerSettings(db, tmp_path / "uploads"))) as client:
             yield client, {"Authorization": f"Bearer {token}"}

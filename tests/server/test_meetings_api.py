@@ -12,14 +12,15 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from heard.pipeline.run import run_pipeline
+from heard.meetings.run import run_pipeline
 from heard.server.app import ServerSettings, create_app
 from heard.speech import Segment, Transcription
 from heard.store.database import Database
 from heard.store.holder import this_holder
-from heard.store.meetings import TrackSpec, create_meeting, track_states
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.tracks import claim_track
 from heard.store.users import add_user
+from heard.store.views import track_states
 from heard.testing import FakeTranscriber
 from tests.conftest import AUDIO
 

@@ -16,17 +16,19 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from fastapi.testclient import TestClient
 
-from heard.pipeline.run import run_pipeline
+from heard.meetings.run import run_pipeline
+from heard.meetings.runner import Watched
 from heard.server import tickets
 from heard.server.app import ServerSettings, create_app
-from heard.server.state import Watched
+from heard.server.state import state_of
 from heard.speech import Segment
 from heard.store.database import Database
 from heard.store.evidence import load_utterances
-from heard.store.meetings import TrackSpec, create_meeting, track_states
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.models import TrackStatus
 from heard.store.tracks import ClaimedTrack, claim_track
 from heard.store.users import add_user, revoke_tokens
+from heard.store.views import track_states
 from heard.testing import FakeDiarizer, FakeTranscriber
 from tests.conftest import AUDIO
 
@@ -115,7 +117,7 @@ def test_a_link_opens_only_its_path_until_it_expires_or_its_token_goes(
     token = alice["Authorization"].split()[1]
     user = tickets.token_digests(db, uuid.UUID(query["user"]))
     assert user is not None
-    secret = client.app.state.settings.link_secret  # type: ignore[attr-defined]
+    secret = state_of(client.app).settings.link_secret  # type: ignore[arg-type]
     stale = tickets.sign(secret, token, user[0], split.path, now=time.time() - tickets.TICKET_S - 1)
     assert client.get(f"{split.path}?{tickets.sign(secret, token, user[0], split.path)}").is_success
     # made with the digest alone (what the database holds), it opens nothing
@@ -430,7 +432,7 @@ def test_a_token_users_signed_link_plays_in_local_mode_too(db: Database, tmp_pat
 def test_an_upload_that_ends_after_its_meeting_was_deleted_keeps_nothing(
     server: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import heard.server.routes.meetings as routes
+    import heard.meetings.uploads as routes
     from heard.store.meetings import delete_meeting
 
     client, alice, _ = server
@@ -486,7 +488,7 @@ def test_renaming_a_recording_keeps_its_speakers_names(server: Client, db: Datab
 def test_search_remembers_a_built_meeting_memory_has_nothing_of(
     server: Client, db: Database
 ) -> None:
-    from heard.store.meetings import forget_meeting
+    from heard.meetings.memory import forget_meeting
 
     client, alice, _ = server
     mid = _call(client, alice, db)

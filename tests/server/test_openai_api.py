@@ -18,8 +18,9 @@ from fastapi.testclient import TestClient
 
 from heard.asr.whisper import FasterWhisperTranscriber
 from heard.errors import BusyError
+from heard.limits import Slots
 from heard.server.app import ServerSettings, create_app
-from heard.server.quotas import Slots
+from heard.server.state import state_of
 from heard.speech import Segment, Transcription
 from heard.store.database import Database
 from heard.store.users import add_user
@@ -260,7 +261,7 @@ def test_files_past_the_queue_are_429s_the_others_wait_their_turn(
     monkeypatch.setattr(route.os, "cpu_count", lambda: 2)  # one file at a time
     fake = Held({})
     app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=fake))
-    app.state.transcribing.per_user = 1  # one may wait
+    state_of(app).transcribing.per_user = 1  # one may wait
     _, token = add_user(db, "ana")
     auth = {"Authorization": f"Bearer {token}"}
     answers: list[int] = []
@@ -277,7 +278,7 @@ def test_files_past_the_queue_are_429s_the_others_wait_their_turn(
             thread.start()
         assert started.wait(30)
         deadline = time.monotonic() + 10
-        while not app.state.transcribing._queue and time.monotonic() < deadline:
+        while not state_of(app).transcribing._queue and time.monotonic() < deadline:
             time.sleep(0.01)  # the second is waiting its turn
         with JFK.open("rb") as f:
             third = client.post("/v1/audio/transcriptions", data={"model": "whisper-1"},

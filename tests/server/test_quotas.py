@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from heard.limits import Bucket
 from heard.server.quotas import (
     BARRED_S,
     EVENT_BURST,
     EVENTS_PER_S,
-    Bucket,
     Quota,
     limit_text,
 )

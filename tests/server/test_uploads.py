@@ -13,13 +13,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from heard.errors import StoreError
+from heard.meetings import uploads as kept_uploads
 from heard.server.app import ServerSettings, create_app
 from heard.server.routes import meetings as meetings_routes
 from heard.store.database import Database
-from heard.store.meetings import track_states
 from heard.store.models import AudioTrack
 from heard.store.tracks import claim_track
 from heard.store.users import add_user
+from heard.store.views import track_states
 from tests.conftest import AUDIO
 
 
@@ -103,7 +104,7 @@ def test_a_full_uploads_disk_is_a_507_with_one_line_and_no_debris(
 ) -> None:
     uploads = tmp_path / "uploads"
     client, headers, mid = start(db, uploads)
-    monkeypatch.setattr(meetings_routes, "open_upload", FullDisk)
+    monkeypatch.setattr(kept_uploads, "open_upload", FullDisk)
     reply = client.put(
         f"/v1/meetings/{mid}/tracks/a", content=(AUDIO / "jfk.flac").read_bytes(), headers=headers
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from heard.server.state import state_of
 from heard.server.transport import UVICORN_OPTIONS, Server
 from heard.store.database import Database
 
@@ -34,7 +35,7 @@ def serving(app: FastAPI, **config: Any) -> Iterator[str]:
     port = free_port()
     options = UVICORN_OPTIONS | config
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
-    server = Server(config, app.state.settings.stopping)
+    server = Server(config, state_of(app).settings.stopping)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

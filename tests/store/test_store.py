@@ -11,15 +11,9 @@ from sqlalchemy import func, select
 from heard.errors import InputError, NotFoundError
 from heard.settings import database_url
 from heard.store.database import Database
-from heard.store.meetings import (
-    TrackSpec,
-    create_meeting,
-    get_meeting,
-    list_meetings,
-    meeting_phrases,
-    track_states,
-)
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.models import Base, Meeting, MeetingStatus, Participant, TrackStatus
+from heard.store.views import get_meeting, list_meetings, meeting_phrases, track_states
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 

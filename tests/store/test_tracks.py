@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from heard.errors import ConflictError
 from heard.store.database import Database
-from heard.store.meetings import TrackSpec, create_meeting, track_states
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.models import AudioTrack, TrackStatus
 from heard.store.tracks import (
     TRANSITIONS,
@@ -21,6 +21,7 @@ from heard.store.tracks import (
     recover_abandoned,
     upload_track,
 )
+from heard.store.views import track_states
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 LATER = T0 + timedelta(hours=2)

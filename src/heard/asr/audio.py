@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heard.errors import AudioError, MissingDependencyError
+from heard.limits import MAX_TRACK_S
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 __all__ = [
-    "MAX_TRACK_S",
     "SAMPLE_RATE",
     "WINDOW_S",
     "AudioInfo",
@@ -88,9 +88,6 @@ def _check_file(path: Path) -> None:
         raise AudioError(f"{path}: empty file, expected audio")
 
 
-MAX_TRACK_S = 4 * 3600.0
-"""The longest track heard takes by default ($HEARD_MAX_TRACK_S): a small file may hold hours
-of low-bitrate audio, and hours take hours to transcribe."""
 WINDOW_S = 600.0
 """A track is decoded and transcribed this much at a time (19 MB of samples at most, however
 long the track), each window ending at the quietest 100 ms of its last CUT_SEARCH_S."""

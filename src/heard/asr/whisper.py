@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from heard.asr.audio import MAX_TRACK_S, SAMPLE_RATE, Window, audio_windows, probe_audio
+from heard.asr.audio import SAMPLE_RATE, Window, audio_windows, probe_audio
 from heard.asr.models import (
     DEFAULT_MODEL,
     MULTILINGUAL_HINT,
@@ -46,6 +46,7 @@ from heard.asr.models import (
 )
 from heard.asr.transcriber import ProgressCallback
 from heard.errors import MissingDependencyError, ModelError
+from heard.limits import MAX_TRACK_S
 from heard.speech import Segment, Transcription, Word
 
 if TYPE_CHECKING:

@@ -32,12 +32,13 @@ def demo(
     """
     from heard.cli.meeting_jobs import transcribe_meeting
     from heard.cli.transcript import show_replay
+    from heard.meetings.jobs import document
+    from heard.meetings.memory import MEETING_CONVERSATION
     from heard.memory.evidence import EvidenceIndex
-    from heard.pipeline.jobs import document
     from heard.samples import SAMPLE_LOGS, sample_meeting, sample_path
     from heard.store.database import Database
     from heard.store.evidence import load_utterances
-    from heard.store.meetings import MEETING_CONVERSATION, TrackSpec
+    from heard.store.meetings import TrackSpec
     from heard.timeline.formats import render
     from heard.transcript.events import read_events
     from heard.transcript.stabilizer import TranscriptStabilizer

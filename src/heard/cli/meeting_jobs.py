@@ -14,12 +14,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from heard.errors import InputError
-from heard.pipeline import PipelineOutcome, TrackProgress, jobs, run_pipeline
-from heard.pipeline.steps import ClaimedTrack
+from heard.meetings import PipelineOutcome, TrackProgress, jobs, run_pipeline
+from heard.meetings.steps import ClaimedTrack
 from heard.settings import settings
 from heard.store.database import Database
-from heard.store.meetings import TrackSpec, get_meeting, track_states
+from heard.store.meetings import TrackSpec
 from heard.store.models import TrackStatus
+from heard.store.views import get_meeting, track_states
 
 if TYPE_CHECKING:
     from heard.asr.transcriber import Transcriber
@@ -50,10 +51,11 @@ class _Bars(TrackProgress):
 def store_meeting(
     tracks: list[TrackSpec], *, title: str, db: Database, started_at: datetime | None = None
 ) -> str:
-    """Check every file, then store the meeting with its tracks pending; the meeting id."""
+    """Check every file (and the diarization models, for a recording of several people), then
+    store the meeting with its tracks pending; the meeting id."""
     meeting_id = jobs.submit(
         db, tracks, title=title, started_at=started_at, migrate=True,
-        max_track_s=settings().max_track_s,
+        max_track_s=settings().max_track_s, diarize_here=True,
     )  # fmt: skip
     return str(meeting_id)
 
@@ -128,10 +130,6 @@ def transcribe_meeting(
     from heard.asr.whisper import WhisperOptions
 
     transcriber = recognizer(whisper or WhisperOptions(), [t.language for t in tracks])
-    if any(t.speakers is not None for t in tracks):  # no models: fail before storing
-        from heard.diarize import default_diarizer
-
-        default_diarizer()
     meeting_id = store_meeting(tracks, title=title, db=db, started_at=started_at)
     return transcribe_stored(db, meeting_id, transcriber=transcriber, quiet=quiet)
 

@@ -219,7 +219,7 @@ def transcribe(
     """
     from heard.cli.meeting_jobs import enqueue, transcribe_meeting, transcribe_stored
     from heard.cli.stores import open_store, queue_database
-    from heard.pipeline.jobs import document
+    from heard.meetings.jobs import document
     from heard.settings import database_url
     from heard.store.database import Database
     from heard.timeline.formats import render
@@ -293,7 +293,7 @@ def export(
 ) -> None:
     """Write a stored meeting's transcript in any format."""
     from heard.cli.stores import open_store
-    from heard.pipeline.jobs import document
+    from heard.meetings.jobs import document
     from heard.timeline.formats import render
 
     FORMATS[fmt]
@@ -311,7 +311,7 @@ def meetings(
 ) -> None:
     """List stored meetings, newest first."""
     from heard.cli.stores import open_store
-    from heard.store.meetings import list_meetings
+    from heard.store.views import list_meetings
 
     database = open_store(db)
     rows = list_meetings(database) if database.has_schema() else []
@@ -344,7 +344,7 @@ def status(
     asked for and not transcribed yet.
     """
     from heard.cli.stores import open_store
-    from heard.pipeline.jobs import INTERRUPTED, track_label, view
+    from heard.meetings.jobs import INTERRUPTED, track_label, view
 
     stands = view(open_store(db, meeting_id), meeting_id)
     meeting = stands.meeting

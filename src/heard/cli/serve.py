@@ -171,7 +171,7 @@ def serve(
         database = queue_database(db) if queue else Database(database_url(db))
         transcriber = None
         if queue:
-            from heard.pipeline.celery_app import check_broker, configure
+            from heard.meetings.celery_app import check_broker, configure
 
             configure(chosen)
             check_broker()

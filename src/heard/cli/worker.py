@@ -36,7 +36,7 @@ def worker(
     meeting was made wins over --language.
     """
     from heard.asr.whisper import WhisperOptions, load_model
-    from heard.pipeline.celery_app import check_broker, configure
+    from heard.meetings.celery_app import check_broker, configure
 
     chosen = chosen_settings(model, language, device, compute_type)
     if chosen.transcriber == "faster-whisper":

@@ -1,5 +1,5 @@
-"""What a route is given: the caller (from the bearer token), the server's settings and the
-users' memories, all read from the running app."""
+"""What a route is given: the caller (from the bearer token) and the server's state, both
+read from the running app."""
 
 from __future__ import annotations
 
@@ -8,22 +8,25 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from heard.server.state import Memories, ServerSettings
+from heard.memory.users import Memories
+from heard.server.state import ServerSettings, ServerState, state_of
 from heard.store.users import Principal, authenticate
 
-__all__ = ["Caller", "Settings", "UserMemories"]
+__all__ = ["Caller", "Settings", "State", "UserMemories"]
 
 _bearer = HTTPBearer(auto_error=False)
 
 
+def _state(request: Request) -> ServerState:
+    return state_of(request.app)
+
+
 def _settings(request: Request) -> ServerSettings:
-    settings: ServerSettings = request.app.state.settings
-    return settings
+    return state_of(request.app).settings
 
 
 def _memories(request: Request) -> Memories:
-    memories: Memories = request.app.state.memories
-    return memories
+    return state_of(request.app).memories
 
 
 def _caller(
@@ -45,4 +48,7 @@ def _caller(
 Caller = Annotated[Principal, Depends(_caller)]
 """The user whose bearer token came with the request (401 without a valid one)."""
 Settings = Annotated[ServerSettings, Depends(_settings)]
+State = Annotated[ServerState, Depends(_state)]
+"""The parts every request shares (``heard.server.state.ServerState``)."""
 UserMemories = Annotated[Memories, Depends(_memories)]
+"""Each user's memory (``heard.memory.users.Memories``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -28,9 +29,11 @@ from heard.errors import (
     HeardError,
     InputError,
     MissingDependencyError,
+    NoRoomError,
     NotFoundError,
     ServiceError,
     StoreError,
+    TooLargeError,
     UnknownNameError,
 )
 from heard.server.schemas import ErrorOut, InvalidOut
@@ -48,6 +51,7 @@ __all__ = [
     "install_error_handlers",
     "invalid_detail",
     "status_of",
+    "without_paths",
 ]
 
 log = logging.getLogger("heard.server")
@@ -55,10 +59,12 @@ log = logging.getLogger("heard.server")
 STATUS_OF: dict[type[HeardError], int] = {
     NotFoundError: 404,
     ConflictError: 409,
+    TooLargeError: 413,
     BusyError: 429,
     InputError: 422,
     UnknownNameError: 422,
     ServiceError: 503,
+    NoRoomError: 507,
     MissingDependencyError: 503,
 }
 """Each error class and its status; a subclass takes its nearest ancestor's row."""
@@ -197,3 +203,16 @@ def install_error_handlers(app: FastAPI) -> None:
             log.error("store: %s", exc)
             return _reply(request, status, STORE_TROUBLE)
         return _reply(request, status, str(exc))
+
+
+_PATH = re.compile(r"(?<![^\s(\['\"])/(?:[^/:,()'\"]+/)+[^:,()'\"]*")
+"""An absolute path of the server's, as an error message may quote it."""
+
+
+def without_paths(error: str | None, location: str) -> str | None:
+    """A track's error as a client may read it: no path of the server's is said."""
+    if error is None:
+        return error
+    if location:
+        error = error.replace(location, "the upload")
+    return _PATH.sub("<server path>", error)

@@ -21,30 +21,28 @@ from urllib.parse import parse_qsl
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heard.limits import EVIDENCE_BODY_BYTES, JSON_BODY_BYTES, MAX_UPLOAD_BYTES
 from heard.server import tickets
 from heard.server.errors import error_reply
-from heard.server.routes.meetings import MAX_UPLOAD_BYTES
 from heard.store.database import Database
 from heard.store.users import LOCAL_USER, authenticate
 
-__all__ = ["AUDIO_PATH", "BODY_LIMITS", "JSON_LIMIT", "Guard", "from_this_machine"]
+__all__ = ["AUDIO_PATH", "BODY_LIMITS", "Guard", "from_this_machine"]
 
-JSON_LIMIT = 1024 * 1024
-"""A JSON body of any route not in BODY_LIMITS (a meeting, a recall, a page)."""
 BODY_LIMITS: list[tuple[str, re.Pattern[str], int]] = [
     ("PUT", re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+$"), MAX_UPLOAD_BYTES),
-    ("POST", re.compile(r"^/v1/memory/evidence$"), 32 * 1024 * 1024),
+    ("POST", re.compile(r"^/v1/memory/evidence$"), EVIDENCE_BODY_BYTES),
     ("POST", re.compile(r"^/v1/audio/(transcriptions|translations)$"), MAX_UPLOAD_BYTES),
     ("POST", re.compile(r"^/v1/listen$"), MAX_UPLOAD_BYTES),
 ]
-"""Routes whose bodies may be larger: (method, path, bytes)."""
+"""Routes whose bodies may be larger than ``JSON_BODY_BYTES``: (method, path, bytes)."""
 
 
 def body_limit(method: str, path: str) -> int:
     for route_method, pattern, limit in BODY_LIMITS:
         if method == route_method and pattern.match(path):
             return limit
-    return JSON_LIMIT
+    return JSON_BODY_BYTES
 
 
 AUDIO_PATH = re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+/audio$")

@@ -91,13 +91,13 @@ from heard.server.session import (
     REVOKED,
     Session,
 )
+from heard.server.state import state_of
 from heard.storable import unique_keys
 from heard.transcript.events import EventKind, TranscriptEvent, parse_event
 from heard.transcript.stabilizer import TranscriptStep
 
 if TYPE_CHECKING:
     from heard.live.conversation import Conversation
-    from heard.server.state import Memories
 
 __all__ = ["LiveCodec", "is_end", "refuse"]
 
@@ -170,7 +170,7 @@ class LiveCodec:
 
     async def start(self) -> None:
         s = self.session
-        memories: Memories = s.websocket.app.state.memories
+        memories = state_of(s.websocket.app).memories
         memory = await asyncio.to_thread(memories.of, s.user.owner)
         translations: TranslationQueue | None = None
         if self.target:

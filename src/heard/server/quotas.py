@@ -1,9 +1,8 @@
 """What one token may send over all its live connections (``/v1/live``): token buckets for
-transcript events and for audio, and a bar on new connections after going over either; and
-how much evidence one user may store a minute over REST; how much heavy work runs at once
-(``Slots``), the turns of whole files waiting to be transcribed (``FairQueue``), the audio each
-user keeps (``StorageLedger``), and a
-request's answer in time when the server stops (``until_stopped``).
+transcript events and for audio, and a bar on new connections after going over either; the
+turns of whole files waiting to be transcribed (``FairQueue``); and a request's answer in time
+when the server stops (``until_stopped``). The limits shared with the rest of heard (bodies,
+evidence, storage) and the bucket itself are ``heard.limits``.
 
 Pure but for the clock, which is injected (``time.monotonic`` by default): tests move it.
 """
@@ -18,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from heard.errors import BusyError, StoppingError
+from heard.limits import Bucket
 
 __all__ = [
     "AUDIO_BURST",
@@ -25,15 +25,10 @@ __all__ = [
     "BARRED_S",
     "EVENTS_PER_S",
     "EVENT_BURST",
-    "EVIDENCE_BURST",
-    "EVIDENCE_BYTES_PER_S",
     "REFUSAL_DELAY_S",
     "STOP_ANSWER_S",
-    "Bucket",
     "FairQueue",
     "Quota",
-    "Slots",
-    "StorageLedger",
     "limit_text",
     "until_stopped",
 ]
@@ -46,38 +41,10 @@ a partial every 100-500 ms per speaker)."""
 AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
 """PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
 of 10 s."""
-EVIDENCE_BYTES_PER_S, EVIDENCE_BURST = 256 * 1024, 32 * 1024 * 1024
-"""Evidence text one user may store (REST): 15 MiB a minute, bursts of 32 MiB (one request at
-the body limit); encoding it is the heaviest work a request can ask for."""
 BARRED_S = 10.0
 """How long a token closed for going over a rate limit may open no live connection."""
 REFUSAL_DELAY_S = 1.0
 """How long a barred token's connection waits before it is refused."""
-
-
-class Bucket:
-    """A token bucket: ``per_s`` tokens a second, at most ``burst`` saved up."""
-
-    def __init__(
-        self, per_s: float, burst: float, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.per_s, self.burst = per_s, burst
-        self.clock = clock
-        self.tokens = burst
-        self.at = clock()
-
-    def take(self, n: float) -> bool:
-        now = self.clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
-        self.at = now
-        if self.tokens < n:
-            return False
-        self.tokens -= n
-        return True
-
-    def give_back(self, n: float) -> None:
-        """``n`` taken for work that was then not done."""
-        self.tokens = min(self.burst, self.tokens + n)
 
 
 class Quota:
@@ -102,39 +69,6 @@ def limit_text(what: str) -> str:
     if what == "events":
         return f"{EVENTS_PER_S} events/s (bursts of {EVENT_BURST})"
     return f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
-
-
-class Slots:
-    """Heavy work (a store of evidence, a whole file transcribed) bounded per user and for the
-    server: one at a time per user and ``total`` at once; beyond either, ``BusyError`` at once
-    (a 429) rather than a request thread waiting. ``one`` and ``many`` (``{total}`` in it: the
-    bound) name the work in those errors."""
-
-    def __init__(
-        self,
-        total: int,
-        one: str = "transcribing a file",
-        many: str = "transcribing {total} files",
-    ) -> None:
-        self.total = total
-        self.one, self.many = one, many
-        self._lock = threading.Lock()
-        self._busy: set[str] = set()
-
-    @contextlib.contextmanager
-    def taken(self, owner: str) -> Iterator[None]:
-        with self._lock:
-            if owner in self._busy:
-                raise BusyError(f"this user is {self.one} already; send the next after it")
-            if len(self._busy) >= self.total:
-                many = self.many.format(total=self.total)
-                raise BusyError(f"the server is {many}; try again soon")
-            self._busy.add(owner)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._busy.discard(owner)
 
 
 class FairQueue:
@@ -207,50 +141,6 @@ class FairQueue:
             with self._lock:
                 self._running -= 1
                 self._lock.notify_all()
-
-
-class StorageLedger:
-    """The bytes each user keeps in uploads, against ``limit`` (0: none), with the uploads in
-    flight counted as their bytes arrive: parallel uploads cannot each see the same room.
-
-    A user's count is read from disk (``on_disk``) when an upload begins and none of theirs is
-    in flight, so whatever changed the files meanwhile is taken in; while some are in flight,
-    it moves only by what they add and what is removed through ``release``."""
-
-    def __init__(self, limit: int, on_disk: Callable[[str], int]) -> None:
-        self.limit = limit
-        self.on_disk = on_disk
-        self._bytes: dict[str, int] = {}
-        self._uploads: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def begin(self, owner: str) -> int | None:
-        """An upload of ``owner``'s begins; the bytes left them (None: no limit)."""
-        with self._lock:
-            if not self._uploads.get(owner):
-                self._bytes[owner] = self.on_disk(owner)
-            self._uploads[owner] = self._uploads.get(owner, 0) + 1
-            return None if self.limit <= 0 else self.limit - self._bytes[owner]
-
-    def add(self, owner: str, n: int) -> bool:
-        """Count ``n`` more bytes of an upload in flight; False (nothing counted) past the
-        limit."""
-        with self._lock:
-            if 0 < self.limit < self._bytes[owner] + n:
-                return False
-            self._bytes[owner] += n
-            return True
-
-    def release(self, owner: str, n: int) -> None:
-        """``n`` bytes of ``owner``'s are gone (a failed upload's, a replaced file's)."""
-        with self._lock:
-            if owner in self._bytes:
-                self._bytes[owner] = max(0, self._bytes[owner] - n)
-
-    def end(self, owner: str) -> None:
-        """An upload of ``owner``'s is over (kept or not: ``release`` what was not)."""
-        with self._lock:
-            self._uploads[owner] -= 1
 
 
 STOP_ANSWER_S = 15.0

@@ -16,6 +16,8 @@ from heard.storable import readable, storable
 from heard.utterance import Timestamp, UtteranceIn
 
 __all__ = [
+    "EXPORTED_JSON",
+    "MEDIA_TYPES",
     "SLUG",
     "DeepgramErrorOut",
     "ErrorOut",
@@ -292,3 +294,30 @@ class InvalidOut(BaseModel):
     """Request validation lists its errors; heard's own input errors are one sentence."""
 
     detail: str | list[dict[str, Any]]
+
+
+MEDIA_TYPES = {
+    "json": "application/json",
+    "srt": "application/x-subrip",
+    "vtt": "text/vtt",
+    "md": "text/markdown",
+    "txt": "text/plain",
+}
+
+EXPORTED_JSON = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["participant", "start", "end", "text"],
+        "properties": {
+            "participant": {"type": "string"},
+            "start": {"type": "number", "description": "Seconds from the meeting's start."},
+            "end": {"type": "number"},
+            "text": {"type": "string"},
+            "start_at": {"type": "string", "format": "date-time"},
+            "end_at": {"type": "string", "format": "date-time"},
+            "language": {"type": "string"},
+        },
+    },
+}
+"""What ``format=json`` returns: the timeline's phrases (``heard.timeline.formats``)."""

@@ -34,7 +34,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel
@@ -42,10 +42,8 @@ from pydantic import BaseModel
 from heard.errors import InputError, SocketCloseError
 from heard.server import quotas
 from heard.server.guard import from_this_machine
+from heard.server.state import ServerSettings, state_of
 from heard.store.users import LOCAL_USER, Principal, authenticate, digest
-
-if TYPE_CHECKING:
-    from heard.server.state import ServerSettings
 
 __all__ = [
     "CLOSE_ERROR",
@@ -139,10 +137,7 @@ class Refusals(Protocol):
 
 def quotas_of(app: FastAPI) -> dict[str, quotas.Quota]:
     """Each token's limits, one per token over every live socket of the app."""
-    found: dict[str, quotas.Quota] | None = getattr(app.state, "live_quotas", None)
-    if found is None:
-        found = app.state.live_quotas = {}
-    return found
+    return state_of(app).live_quotas
 
 
 def offered_token(websocket: WebSocket) -> tuple[str, str | None]:
@@ -251,7 +246,7 @@ def mount(
     refuse: Refusals,
 ) -> None:
     """Serve ``codec``'s protocol at ``path`` on the session loop."""
-    settings: ServerSettings = app.state.settings
+    settings = state_of(app).settings
     by_token = quotas_of(app)
 
     @app.websocket(path)

@@ -24,9 +24,9 @@ from heard.timeline.phrases import Track, build_phrases
 
 __all__ = [
     "BuildResult",
-    "build_meeting",
     "segments_from_json",
     "segments_to_json",
+    "store_phrases",
     "voices",
 ]
 
@@ -123,7 +123,7 @@ class BuildResult:
     failed: tuple[str, ...] = ()
 
 
-def build_meeting(
+def store_phrases(
     db: Database, meeting_id: uuid.UUID, *, interjection_threshold_s: float
 ) -> BuildResult:
     """Replace the meeting's phrases with those of all done tracks, in one transaction."""

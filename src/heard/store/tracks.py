@@ -25,7 +25,7 @@ from sqlalchemy import CursorResult, select, update
 from heard.errors import ConflictError, NotFoundError
 from heard.store.database import Database
 from heard.store.holder import holder_is_gone, this_holder
-from heard.store.meetings import resolve_meeting_id
+from heard.store.ids import resolve_meeting_id
 from heard.store.models import AudioTrack, Participant, TrackStatus
 
 __all__ = [

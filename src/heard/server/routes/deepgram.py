@@ -33,7 +33,7 @@ import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -47,10 +47,8 @@ from heard.server.errors import deepgram_error, status_of
 from heard.server.quotas import until_stopped
 from heard.server.schemas import DeepgramErrorOut
 from heard.server.spool import spool_file
+from heard.server.state import ServerSettings, state_of
 from heard.speech import Segment, Word
-
-if TYPE_CHECKING:
-    from heard.server.state import ServerSettings
 
 __all__ = ["router"]
 
@@ -175,7 +173,7 @@ def _transcribe(
 
     info = measure_audio(path, settings.max_track_s)  # AudioError: a 400 naming the body
     check_duration(info, settings.max_track_s)
-    with request.app.state.transcribing.taken(owner):  # every option checked before the wait
+    with state_of(request.app).transcribing.taken(owner):  # every option checked before the wait
         channels = range(info.channels) if asked["multichannel"] else [None]
         heard = [transcriber.transcribe(path, channel=c, language=language, on_progress=watched)
                  for c in channels]  # fmt: skip

@@ -61,7 +61,7 @@ from heard.server.deps import Caller, Settings
 from heard.server.quotas import FairQueue, until_stopped
 from heard.server.schemas import OpenAIErrorOut
 from heard.server.spool import spool_file
-from heard.server.state import ServerSettings
+from heard.server.state import ServerSettings, state_of
 from heard.speech import Segment, Transcription
 from heard.store.users import Principal
 from heard.timeline.formats import TimedPhrase, TranscriptDoc, render_srt, render_vtt
@@ -250,7 +250,7 @@ def _run(
                 raise StoppingError("the server is shutting down: send the file again")
 
         try:
-            with request.app.state.transcribing.taken(user.owner):
+            with state_of(request.app).transcribing.taken(user.owner):
                 heard = transcriber.transcribe(path, language=language, on_progress=watched)
         except AudioError as e:
             raise _invalid(str(e).replace(str(path), name), "file", "invalid_file") from None

@@ -15,7 +15,7 @@ from enum import StrEnum
 from heard.asr.transcriber import Transcriber
 from heard.diarize import Diarizer
 from heard.errors import StoppingError
-from heard.pipeline.steps import (
+from heard.meetings.steps import (
     ClaimedTrack,
     Clock,
     PipelineOptions,
@@ -25,7 +25,7 @@ from heard.pipeline.steps import (
     transcribe_claimed,
 )
 from heard.store.database import Database
-from heard.store.meetings import find_meeting_id
+from heard.store.ids import find_meeting_id
 from heard.store.models import MeetingStatus, TrackStatus, utc_now
 from heard.store.tracks import pending_track_ids
 

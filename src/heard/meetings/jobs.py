@@ -1,4 +1,5 @@
-"""The meeting job, one home for every front end: submit, enqueue, how it stands, its document.
+"""The meeting job, one home for every front end: submit (with the checks every front end
+makes before storing), enqueue, how it stands, its document, rename a participant, delete.
 
 ``heard transcribe`` (in this process or ``--queue``), ``heard status`` and ``heard export``,
 and the server's meeting routes all go through here; ``run_pipeline`` (``pipeline.run``) does
@@ -16,31 +17,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from heard.asr.audio import MAX_TRACK_S, check_duration, measure_audio
+from heard.asr.audio import check_duration, measure_audio
 from heard.errors import InputError
-from heard.pipeline.steps import PipelineOptions, recover_stuck
+from heard.limits import MAX_TRACK_S
+from heard.meetings.memory import forget_meeting, remember_meeting
+from heard.meetings.steps import PipelineOptions, recover_stuck
 from heard.store.database import Database
 from heard.store.holder import holder_is_gone
-from heard.store.meetings import (
-    MeetingSummary,
-    TrackSpec,
-    TrackState,
-    create_meeting,
-    meeting_record,
-    meeting_state,
-)
+from heard.store.meetings import TrackSpec, create_meeting, delete_meeting, rename_participant
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.tracks import transcribing_meeting_ids
+from heard.store.views import MeetingSummary, TrackState, get_meeting, meeting_record, meeting_state
 from heard.timeline.formats import TranscriptDoc
 
 __all__ = [
     "INTERRUPTED",
     "MeetingView",
     "check_files",
+    "delete",
     "document",
     "enqueue",
     "meeting_label",
     "recover_interrupted",
+    "rename",
     "submit",
     "track_label",
     "view",
@@ -135,15 +134,22 @@ def submit(
     workers: bool = False,
     migrate: bool = False,
     max_track_s: float = MAX_TRACK_S,
+    diarize_here: bool = False,
 ) -> uuid.UUID:
     """Check the tracks' files (those that have one), then store the meeting with its tracks
     pending (or recording, for uploads to come); its id. With ``workers``, the broker is
     checked first and the meeting's work sent to the Celery workers once stored; with
-    ``migrate``, the schema is brought up to date once the checks pass. Nothing is stored, and
-    no schema made, on a bad file or an unreachable broker."""
+    ``diarize_here``, a recording of several people needs this process's diarization models
+    (``MissingDependencyError`` naming what is missing); with ``migrate``, the schema is
+    brought up to date once the checks pass. Nothing is stored, and no schema made, on a bad
+    file, a missing model or an unreachable broker."""
     check_files([t for t in tracks if t.location], max_track_s)
+    if diarize_here and any(t.speakers is not None for t in tracks):
+        from heard.diarize.onnx import model_files  # loads NumPy: only when diarizing
+
+        model_files()
     if workers:
-        from heard.pipeline.celery_app import check_broker, enqueue_meeting
+        from heard.meetings.celery_app import check_broker, enqueue_meeting
 
         check_broker()
     if migrate:
@@ -154,11 +160,31 @@ def submit(
     return meeting_id
 
 
+def rename(
+    db: Database, meeting_id: uuid.UUID | str, old: str, new: str, owner: str | None = None
+) -> None:
+    """Call participant ``old`` ``new`` in the meeting's phrases, every export and rebuild,
+    and its owner's memory (``heard.store.meetings.rename_participant``)."""
+    rename_participant(db, meeting_id, old, new, owner)
+    meeting = get_meeting(db, meeting_id, owner)
+    if meeting.phrases:
+        remember_meeting(db, meeting.id)
+
+
+def delete(db: Database, meeting_id: uuid.UUID | str, owner: str) -> list[str]:
+    """Delete the meeting (``ConflictError`` while it is being transcribed) and what memory
+    kept of it; the locations of its tracks' audio, for whoever keeps them to remove."""
+    meeting = get_meeting(db, meeting_id, owner)
+    locations = delete_meeting(db, meeting.id, owner)
+    forget_meeting(db, meeting.id, owner)
+    return locations
+
+
 def enqueue(db: Database, meeting_id: uuid.UUID) -> int:
     """Send the meeting's work to the Celery workers (the broker checked first); the tasks
     sent. The workers must open ``db``: the CLI and the server refuse a ``--queue`` with a
     database they do not use."""
-    from heard.pipeline.celery_app import check_broker, enqueue_meeting
+    from heard.meetings.celery_app import check_broker, enqueue_meeting
 
     check_broker()
     return enqueue_meeting(db, meeting_id)

@@ -1,7 +1,7 @@
 """The meeting pipeline: tracks -> transcripts -> phrases in the store, idempotent."""
 
-from heard.pipeline.run import PipelineOutcome, PipelineResult, TrackProgress, run_pipeline
-from heard.pipeline.steps import PipelineOptions
+from heard.meetings.run import PipelineOutcome, PipelineResult, TrackProgress, run_pipeline
+from heard.meetings.steps import PipelineOptions
 
 __all__ = [
     "PipelineOptions",

@@ -42,7 +42,7 @@ except ImportError as _e:  # the plain install has no Celery: --queue and `heard
 from heard.asr.transcribers import load_transcriber
 from heard.asr.whisper import WhisperOptions
 from heard.errors import BrokerError, NotFoundError
-from heard.pipeline.steps import (
+from heard.meetings.steps import (
     PipelineOptions,
     build_meeting,
     claim_track,

@@ -24,19 +24,13 @@ from sqlalchemy import func, select, text, update
 from tests.conftest import AUDIO, REPO
 from tests.worker_fakes import fake_segments
 
-from heard.pipeline import celery_app
+from heard.meetings import celery_app
 from heard.settings import settings
 from heard.store.database import Database
 from heard.store.evidence import load_utterances
-from heard.store.meetings import (
-    TrackSpec,
-    create_meeting,
-    get_meeting,
-    list_meetings,
-    meeting_phrases,
-    track_states,
-)
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.models import AudioTrack, MeetingStatus, Phrase, TrackStatus
+from heard.store.views import get_meeting, list_meetings, meeting_phrases, track_states
 from heard.timeline.phrases import Track, build_phrases
 
 STUCK_AFTER_S = 6.0

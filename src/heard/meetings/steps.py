@@ -16,7 +16,7 @@ The same steps serve the in-process run (``run_pipeline``) and the Celery tasks:
   done or failed, and keeps them as the owner's memory evidence.
 
 The status changes themselves live in ``heard.store.tracks`` (its table of transitions) and
-the phrase build in ``heard.store.phrases``; this module decides with ``PipelineOptions``.
+the phrases' transaction in ``heard.store.phrases``; this module decides with ``PipelineOptions``.
 """
 
 from __future__ import annotations
@@ -30,12 +30,11 @@ from datetime import datetime
 from heard.asr.transcriber import ProgressCallback, Transcriber
 from heard.diarize import AUTO, Diarization, Diarizer, default_diarizer, speaker_count, split_words
 from heard.errors import InputError, MissingDependencyError, StoppingError
+from heard.meetings.memory import remember_meeting
 from heard.settings import Settings
 from heard.store.database import Database
-from heard.store.meetings import remember_meeting
 from heard.store.models import TrackStatus
-from heard.store.phrases import BuildResult, segments_to_json
-from heard.store.phrases import build_meeting as _build_meeting
+from heard.store.phrases import BuildResult, segments_to_json, store_phrases
 from heard.store.tracks import (
     ClaimedTrack,
     claim_track,
@@ -58,7 +57,7 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
-log = logging.getLogger("heard.pipeline")
+log = logging.getLogger("heard.meetings")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +163,7 @@ def build_meeting(db: Database, meeting_id: uuid.UUID, options: PipelineOptions)
     """Replace the meeting's phrases with those of all done tracks, in one transaction; once
     built, they are its owner's memory evidence too (``remember_meeting``), so a recall or a
     search across meetings finds them."""
-    built = _build_meeting(
-        db, meeting_id, interjection_threshold_s=options.interjection_threshold_s
-    )
+    built = store_phrases(db, meeting_id, interjection_threshold_s=options.interjection_threshold_s)
     if built.built:
         try:
             remember_meeting(db, meeting_id)

@@ -13,13 +13,14 @@ from sqlalchemy import delete, event, func, select, update
 from sqlalchemy.orm import ORMExecuteState, Session
 
 from heard.errors import AudioError, NotFoundError
-from heard.pipeline import PipelineOptions, PipelineOutcome, jobs, run_pipeline
-from heard.pipeline.steps import claim_track, recover_stuck
+from heard.meetings import PipelineOptions, PipelineOutcome, jobs, run_pipeline
+from heard.meetings.steps import claim_track, recover_stuck
 from heard.speech import Segment
 from heard.store.database import Database
 from heard.store.holder import this_holder
-from heard.store.meetings import TrackSpec, create_meeting, meeting_phrases, track_states
+from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.models import AudioTrack, Phrase, TrackStatus
+from heard.store.views import meeting_phrases, track_states
 from heard.testing import FakeClock, FakeTranscriber
 from heard.timeline.phrases import Track, build_phrases
 

@@ -1,0 +1,210 @@
+"""Meetings run in this process, as a long-running one (the server) runs them: on threads of
+their own, a bound on each user's waiting or running, how far each track has come, and the
+meetings a process that is gone left off taken up again.
+
+``heard serve`` holds one ``MeetingRunner``; ``heard transcribe`` runs its one meeting in the
+foreground instead (``run_pipeline`` with progress bars).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from heard.asr.transcriber import Transcriber
+from heard.errors import BusyError, HeardError
+from heard.meetings import jobs
+from heard.meetings.run import TrackProgress, run_pipeline
+from heard.meetings.steps import ClaimedTrack
+from heard.store.database import Database
+from heard.store.models import MeetingStatus, TrackStatus
+from heard.store.views import get_meeting
+
+__all__ = ["MeetingProgress", "MeetingRunner", "Started", "TrackFraction", "Watched"]
+
+log = logging.getLogger("heard.meetings")
+
+
+class Watched(TrackProgress):
+    """How far each track this process transcribes has come, for the pages' progress bars.
+    A recording of several people goes through two passes (who spoke when, then the words);
+    each pass counts for its share."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tracks: dict[uuid.UUID, tuple[int, int, float]] = {}
+        """track id -> (passes in all, passes done, fraction of this pass)."""
+
+    def started(self, track: ClaimedTrack) -> None:
+        passes = 1 if track.speakers is None or track.diarization is not None else 2
+        with self._lock:
+            self._tracks[track.id] = (passes, 0, 0.0)
+
+    def advanced(self, track: ClaimedTrack, done_s: float, total_s: float) -> None:
+        fraction = min(1.0, done_s / total_s) if total_s > 0 else 0.0
+        with self._lock:
+            passes, done, before = self._tracks.get(track.id, (1, 0, 0.0))
+            if fraction < before and done + 1 < passes:  # went back: the next pass began
+                done += 1
+            self._tracks[track.id] = (passes, done, fraction)
+
+    def finished(self, track: ClaimedTrack, status: TrackStatus) -> None:
+        with self._lock:
+            self._tracks.pop(track.id, None)
+
+    def fraction(self, track_id: uuid.UUID) -> float | None:
+        """How much of the track is transcribed (None: this process is not on it)."""
+        with self._lock:
+            found = self._tracks.get(track_id)
+        if found is None:
+            return None
+        passes, done, fraction = found
+        return (done + fraction) / passes
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """What asking for a meeting's run did."""
+
+    started: bool
+    """Whether anything will transcribe it: False on a server that transcribes nothing."""
+    queued_tasks: int = 0
+    """With workers: the tasks sent (one per unfinished track, or the timeline build)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrackFraction:
+    participant: str
+    status: str
+    fraction: float
+    """0-1: 1 once done or failed; within a track only while this process transcribes it."""
+    error: str | None
+    location: str
+    """The track's audio (for an edge to take out of ``error`` before a client reads it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingProgress:
+    status: str
+    fraction: float
+    """0-1 over all tracks; 1 once the phrases are built."""
+    finished: bool
+    phrases: int
+    tracks: tuple[TrackFraction, ...]
+
+
+class MeetingRunner:
+    """The meetings this process has transcribed: on threads of their own, ``workers`` of them
+    (cores but one), never on the request threads, so a user who runs many meetings stalls no
+    one's requests; each user has at most ``per_user`` waiting or running (``BusyError``, a
+    429, beyond). With ``queue`` they go to the Celery workers instead; with no
+    ``transcriber`` runs are accepted and nothing is transcribed here. A stop gives each track
+    back."""
+
+    def __init__(
+        self,
+        db: Database,
+        transcriber: Transcriber | None,
+        *,
+        queue: bool = False,
+        stopping: threading.Event | None = None,
+        workers: int = 0,
+        per_user: int = 4,
+    ) -> None:
+        self.db, self.transcriber, self.queue = db, transcriber, queue
+        self.stopping = stopping or threading.Event()
+        self.per_user = per_user
+        self._threads = ThreadPoolExecutor(
+            max_workers=workers or max(1, (os.cpu_count() or 2) - 1),
+            thread_name_prefix="heard-run",
+        )
+        self._lock = threading.Lock()
+        self._waiting: dict[str, set[uuid.UUID]] = {}
+        self.progress = Watched()
+        """How far the tracks being transcribed here have come."""
+
+    @property
+    def transcribes(self) -> bool:
+        """Whether a run here transcribes anything (here or on the workers)."""
+        return self.queue or self.transcriber is not None
+
+    def start(self, owner: str, meeting_id: uuid.UUID) -> Started:
+        """Transcribe the meeting soon: on the workers with ``queue`` (the broker checked
+        first), else here; nothing new if it is waiting or running here already.
+        ``NotFoundError`` when ``owner`` has no such meeting."""
+        get_meeting(self.db, meeting_id, owner)
+        if self.queue:
+            return Started(True, jobs.enqueue(self.db, meeting_id))
+        if self.transcriber is None:
+            return Started(False)
+        with self._lock:
+            mine = self._waiting.setdefault(owner, set())
+            if meeting_id in mine:
+                return Started(True)
+            if len(mine) >= self.per_user:
+                raise BusyError(
+                    f"this user has {self.per_user} meetings waiting or transcribing; run this "
+                    "one when one of them is done"
+                )
+            mine.add(meeting_id)
+        self._threads.submit(self._run, owner, meeting_id)
+        return Started(True)
+
+    def resume(self, meeting_id: uuid.UUID) -> None:
+        """Finish a meeting a process that is gone left off, here or on the workers (at
+        start-up: no per-user bound). A broker or database that is down is logged: the next
+        start tries again."""
+        log.warning("resuming meeting %s, which a process that is gone left off", meeting_id)
+        try:
+            if self.queue:
+                jobs.enqueue(self.db, meeting_id)
+            elif self.transcriber is not None:
+                self._threads.submit(self._run, None, meeting_id)
+        except HeardError as e:
+            log.error("meeting %s not resumed: %s", meeting_id, e)
+
+    def _run(self, owner: str | None, meeting_id: uuid.UUID) -> None:
+        try:
+            if self.transcriber is not None:
+                run_pipeline(meeting_id, db=self.db, transcriber=self.transcriber,
+                             stop=self.stopping, progress=self.progress)  # fmt: skip
+        except Exception:  # a bug or the database: logged; the track's claim says the rest
+            log.exception("meeting %s: the run stopped", meeting_id)
+        finally:
+            if owner is not None:
+                with self._lock:
+                    self._waiting[owner].discard(meeting_id)
+
+    def progress_of(self, meeting_id: uuid.UUID, owner: str) -> MeetingProgress:
+        """How far the meeting's transcription has come: each track's fraction (this process's
+        runs report within a track; tracks on workers count when they are done), the whole,
+        and whether it is finished."""
+        stands = jobs.view(self.db, meeting_id, owner)
+        tracks = []
+        for t in stands.tracks:
+            if t.status in (TrackStatus.DONE, TrackStatus.FAILED):
+                fraction = 1.0
+            elif t.status is TrackStatus.TRANSCRIBING:
+                fraction = self.progress.fraction(t.id) or 0.0
+            else:
+                fraction = 0.0
+            tracks.append(TrackFraction(t.participant, jobs.track_label(t), round(fraction, 3),
+                                        t.last_error, t.location))  # fmt: skip
+        finished = stands.meeting.status is not MeetingStatus.PENDING
+        whole = sum(t.fraction for t in tracks) / max(1, len(tracks))
+        return MeetingProgress(
+            status=stands.status,
+            fraction=1.0 if finished else round(min(whole, 0.99), 3),
+            finished=finished,
+            phrases=stands.meeting.phrases,
+            tracks=tuple(tracks),
+        )
+
+    def close(self) -> None:
+        """No more runs: those waiting are dropped (their tracks stay pending), those running
+        are waited for; with ``stopping`` set, each gives its track back at its next segment."""
+        self._threads.shutdown(wait=True, cancel_futures=True)
