@@ -17,9 +17,11 @@ from heard.errors import (
     HeardError,
     InputError,
     MissingDependencyError,
+    NoRoomError,
     NotFoundError,
     ProviderError,
     StoreError,
+    TooLargeError,
     TurnStateError,
     UnknownNameError,
 )
@@ -31,6 +33,7 @@ CASES: list[tuple[HeardError, int]] = [
     (NotFoundError("no meeting 'x'"), 404),
     (ConflictError("evidence id 'a' is taken"), 409),
     (BusyError("this user is storing evidence already"), 429),
+    (TooLargeError("audio larger than 536870912 bytes"), 413),
     (InputError("bad title"), 422),
     (AudioError("x.wav: not audio"), 422),
     (EventLogError("e.jsonl", 2, "malformed JSON"), 422),
@@ -38,6 +41,7 @@ CASES: list[tuple[HeardError, int]] = [
     (StoreError("cannot reach the database"), 503),
     (BrokerError("cannot reach the broker"), 503),
     (ProviderError("timed out"), 503),
+    (NoRoomError("the server has no room for this upload now; nothing was kept"), 507),
     (MissingDependencyError("reinstall heard"), 503),
     (TurnStateError("turn 1 is already final"), 500),
 ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 
 from heard.errors import NotFoundError
 from heard.meetings.memory import phrase_of_evidence, remember_missing
@@ -22,17 +21,12 @@ __all__ = ["Found", "search_meetings"]
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """One phrase that says what was asked."""
+    """One phrase that says what was asked: its meeting, its index among the meeting's
+    phrases, and how well it matched."""
 
-    meeting_id: uuid.UUID
-    title: str
-    started_at: datetime
+    meeting: MeetingSummary
     position: int
-    """The phrase's index among its meeting's phrases."""
-    participant: str
-    start: float
-    end: float
-    text: str
+    phrase: TimedPhrase
     score: float
 
 
@@ -70,9 +64,7 @@ def search_meetings(
         m, phrases = stored
         if position >= len(phrases) or phrases[position].text != hit.text:
             continue  # rebuilt since: the memory catches up at its next recall
-        p = phrases[position]
-        found.append(Found(m.id, m.title, m.started_at, position, p.participant, p.start_s,
-                           p.end_s, p.text, hit.score))  # fmt: skip
+        found.append(Found(m, position, phrases[position], hit.score))
         if len(found) == k:
             break
     return found

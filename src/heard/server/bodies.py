@@ -22,7 +22,7 @@ from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from heard.errors import RepeatedKeyError
+from heard.errors import NoRoomError, RepeatedKeyError, ServiceError
 from heard.storable import unique_keys
 
 __all__ = ["SpooledFormRoute", "StrictJSONRoute"]
@@ -72,7 +72,7 @@ class SpooledFormRoute(APIRoute):
                     raise
                 log.error("a form's files could not be spooled to $TMPDIR: %s", cause)
                 if cause.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise HTTPException(507, "the server has no room for the file") from None
-                raise HTTPException(503, "the server cannot keep the file now") from None
+                    raise NoRoomError("the server has no room for the file") from None
+                raise ServiceError("the server cannot keep the file now") from None
 
         return route

@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from heard.memory.users import Memories
 from heard.server.state import ServerSettings, ServerState, state_of
-from heard.store.users import Principal, authenticate
+from heard.store.users import Principal
 
 __all__ = ["Caller", "Settings", "State", "UserMemories"]
 
@@ -31,13 +31,11 @@ def _memories(request: Request) -> Memories:
 
 def _caller(
     request: Request,
-    settings: Annotated[ServerSettings, Depends(_settings)],
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],  # in the API's schema
 ) -> Principal:
-    # the guard (heard.server.guard) checked the token before the body was read
+    """The user the guard (``heard.server.guard``, the one place a token is checked) found
+    before the body was read."""
     user: Principal | None = getattr(request.state, "principal", None)
-    if user is None and credentials:
-        user = authenticate(settings.db, credentials.credentials)
     if user is None:
         raise HTTPException(
             401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}

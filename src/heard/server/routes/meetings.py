@@ -19,7 +19,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 from heard.errors import NotFoundError
 from heard.meetings import jobs
 from heard.meetings.runner import MeetingProgress
-from heard.meetings.search import search_meetings
+from heard.meetings.search import Found, search_meetings
 from heard.meetings.uploads import audio_type
 from heard.server import tickets
 from heard.server.bodies import StrictJSONRoute
@@ -139,7 +139,14 @@ def search(
     """The phrases of the caller's meetings that say it, best first: memory recall over the
     phrases, which every finished meeting adds to its owner's evidence."""
     found = search_meetings(settings.db, memories, user.owner, q, k)
-    return [FoundOut.model_validate(f, from_attributes=True) for f in found]
+    return [_found_out(f) for f in found]
+
+
+def _found_out(f: Found) -> FoundOut:
+    m, p = f.meeting, f.phrase
+    return FoundOut(meeting_id=m.id, title=m.title, started_at=m.started_at, position=f.position,
+                    participant=p.participant, start=p.start_s, end=p.end_s, text=p.text,
+                    score=f.score)  # fmt: skip
 
 
 @router.get("/{meeting_id}", response_model=MeetingOut, responses=NOT_FOUND)

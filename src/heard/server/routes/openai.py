@@ -55,7 +55,15 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from heard.asr.audio import check_duration, measure_audio
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import FasterWhisperTranscriber, compression_ratio, load_model
-from heard.errors import AudioError, BusyError, InputError, StoppingError
+from heard.errors import (
+    AudioError,
+    BusyError,
+    InputError,
+    NoRoomError,
+    ServiceError,
+    StoppingError,
+    TooLargeError,
+)
 from heard.server.bodies import SpooledFormRoute
 from heard.server.deps import Caller, Settings
 from heard.server.quotas import FairQueue, until_stopped
@@ -220,7 +228,7 @@ async def translations(
 
 def _recognizer(settings: ServerSettings) -> Transcriber:
     if settings.transcriber is None:
-        raise HTTPException(503, "this server transcribes on workers (--queue): no recognizer here")
+        raise ServiceError("this server transcribes on workers (--queue): no recognizer here")
     return settings.transcriber
 
 
@@ -243,7 +251,7 @@ def _run(
         try:
             check_duration(info, settings.max_track_s)
         except AudioError as e:
-            raise HTTPException(413, str(e).replace(str(path), name)) from None
+            raise TooLargeError(str(e).replace(str(path), name)) from None
 
         def watched(done_s: float, total_s: float) -> None:
             if settings.stopping.is_set():
@@ -301,7 +309,7 @@ class _copied:
             full = e.errno == errno.ENOSPC
             log.error("transcriptions: cannot keep an upload: %s", e)
             detail = "the server has no room for the file" if full else "cannot keep the file now"
-            raise HTTPException(507 if full else 503, detail) from None
+            raise (NoRoomError if full else ServiceError)(detail) from None
         assert self.path is not None
         return self.path
 
