@@ -169,3 +169,24 @@ def test_an_allowed_origin_may_call_and_no_other(tmp_path: Path) -> None:
                                                  "Origin": "https://app.example"})  # fmt: skip
         assert answered.headers["access-control-allow-origin"] == "https://app.example"
     db.dispose()
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/v1/meetings"), ("POST", "/v1/memory/recall"), ("POST", "/v1/audio/transcriptions"),
+     ("POST", "/v1/listen")],
+)  # fmt: skip
+def test_a_store_that_cannot_be_read_is_a_503_before_any_route(
+    tmp_path: Path, method: str, path: str
+) -> None:
+    """Issue 57: the token check ran before the error handlers, so a locked or broken database
+    was a 500 on every route, not the documented 503."""
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", workspaces=tmp_path / "memory"))
+    _, token = add_user(db, "ana")
+    db.dispose()
+    (tmp_path / "h.db").write_bytes(b"not a database, whatever it was" * 100)
+    status, reply = call(app, method, path, Body(0), {"Authorization": f"Bearer {token}"})
+    assert status == 503
+    assert str(tmp_path) not in json.dumps(reply)
+    assert "cannot be reached or written just now" in json.dumps(reply)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -21,11 +22,14 @@ from urllib.parse import parse_qsl
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heard.errors import StoreError
 from heard.limits import EVIDENCE_BODY_BYTES, JSON_BODY_BYTES, MAX_UPLOAD_BYTES
 from heard.server import tickets
-from heard.server.errors import error_reply
+from heard.server.errors import STORE_TROUBLE, error_reply
 from heard.store.database import Database
 from heard.store.users import LOCAL_USER, authenticate
+
+log = logging.getLogger("heard.server")
 
 __all__ = ["AUDIO_PATH", "BODY_LIMITS", "Guard", "from_this_machine"]
 
@@ -97,14 +101,20 @@ class Guard:
         scheme, _, token = headers.get("authorization", "").partition(" ")
         # Bearer, or Token as Deepgram's SDKs send the key
         token = token.strip() if scheme.lower() in ("bearer", "token") else ""
-        user = await asyncio.to_thread(authenticate, self.database(), token) if token else None
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if user is None and not token and "sig" in query and AUDIO_PATH.match(scope["path"]):
-            # a signed link is its signer's, in local mode too
-            user = await asyncio.to_thread(
-                tickets.check, self.database(), self.link_secret, scope["path"], query
-            )
-        elif user is None and not token and self.local:
+        # a signed link is its signer's, in local mode too
+        signed = not token and "sig" in query and AUDIO_PATH.match(scope["path"]) is not None
+        try:
+            user = await asyncio.to_thread(authenticate, self.database(), token) if token else None
+            if signed:
+                user = await asyncio.to_thread(
+                    tickets.check, self.database(), self.link_secret, scope["path"], query
+                )
+        except StoreError as e:  # locked, full, down: the 503 every route answers then
+            log.error("store: %s", e)
+            await _reply(send, scope["path"], 503, STORE_TROUBLE)
+            return
+        if user is None and not token and not signed and self.local:
             user = LOCAL_USER if from_this_machine(headers, scope.get("client")) else None
         if user is None:
             await _reply(send, scope["path"], 401, "a valid bearer token is required",
