@@ -10,6 +10,7 @@ import io
 import json
 import threading
 import time
+import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import av
 import httpx
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -280,6 +282,29 @@ def test_deepgram_prerecorded_errors_come_in_deepgrams_shape(server: tuple[str, 
     assert "cannot read as audio" in junk.json()["err_msg"]
     assert summary.status_code == 400
     assert "summarize" in summary.json()["err_msg"]
+
+
+def test_deepgram_prerecorded_audio_over_the_longest_track_is_a_413(tmp_path: Path) -> None:
+    """Issue 57: ``POST /v1/listen`` answered 400 for audio longer than a track may be, where
+    the docs say 413."""
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=SlowTranscriber({}),
+                                    max_track_s=1.0))  # fmt: skip
+    _, ana = add_user(db, "ana")
+    wav = io.BytesIO()
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(tone(2.0).tobytes())
+    with TestClient(app) as client:
+        answer = client.post("/v1/listen", content=wav.getvalue(),
+                             headers={"Authorization": f"Token {ana}"})  # fmt: skip
+    db.dispose()
+    assert answer.status_code == 413
+    assert answer.json()["err_code"] == "PAYLOAD_TOO_LARGE"
+    assert "a track may hold at most 1 s" in answer.json()["err_msg"]
+    assert str(tmp_path) not in answer.text
 
 
 @pytest.mark.parametrize(

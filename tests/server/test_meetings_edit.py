@@ -146,6 +146,22 @@ def test_audio_of_a_track_with_no_upload_or_lost_file_is_a_404(
     assert "no longer kept" in lost.json()["detail"]
 
 
+def test_track_audio_answers_head_and_is_never_sniffed(server: Client) -> None:
+    """Issue 57: HEAD on a track's audio was a 405, and its answers said nothing to stop a
+    browser reading an upload as another type than the one sent."""
+    client, alice, _ = server
+    mid = _one_track(client, alice)
+    path = f"/v1/meetings/{mid}/tracks/a/audio"
+    got = client.get(path, headers=alice)
+    head = client.head(path, headers=alice)
+    assert head.status_code == 200
+    assert head.content == b""
+    assert head.headers["content-length"] == str(len(got.content))
+    assert head.headers["content-type"] == got.headers["content-type"] == "audio/flac"
+    for answer in (got, head, client.get(path, headers={**alice, "Range": "bytes=0-99"})):
+        assert answer.headers["x-content-type-options"] == "nosniff"
+
+
 # ---- progress ----
 
 

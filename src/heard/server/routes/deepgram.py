@@ -41,7 +41,14 @@ from fastapi.responses import JSONResponse
 from heard.asr.audio import check_duration, measure_audio
 from heard.asr.streaming import strip_punctuation
 from heard.asr.whisper import FasterWhisperTranscriber, load_model
-from heard.errors import BusyError, HeardError, InputError, StoppingError
+from heard.errors import (
+    AudioError,
+    BusyError,
+    HeardError,
+    InputError,
+    StoppingError,
+    TooLargeError,
+)
 from heard.server.deps import Caller, Settings
 from heard.server.errors import deepgram_error, status_of
 from heard.server.quotas import until_stopped
@@ -120,8 +127,8 @@ async def listen(request: Request, user: Caller, settings: Settings) -> JSONResp
         )
     except HeardError as e:
         # Deepgram answers what it cannot take with a 400 (heard's own routes: a 422)
-        status = 400 if isinstance(e, InputError) and not isinstance(e, BusyError) else (
-            status_of(e))  # fmt: skip
+        took = isinstance(e, InputError) and not isinstance(e, (BusyError, TooLargeError))
+        status = 400 if took else status_of(e)
         wait = e.retry_after_s if isinstance(e, BusyError) else None
         return _error(status, str(e).replace(str(path), "the body"), request_id, wait)
     finally:
@@ -172,7 +179,10 @@ def _transcribe(
             raise StoppingError("the server is shutting down: send the audio again")
 
     info = measure_audio(path, settings.max_track_s)  # AudioError: a 400 naming the body
-    check_duration(info, settings.max_track_s)
+    try:
+        check_duration(info, settings.max_track_s)
+    except AudioError as e:  # longer than a track may be: a 413, as the docs say
+        raise TooLargeError(str(e)) from None
     with state_of(request.app).transcribing.taken(owner):  # every option checked before the wait
         channels = range(info.channels) if asked["multichannel"] else [None]
         heard = [transcriber.transcribe(path, channel=c, language=language, on_progress=watched)

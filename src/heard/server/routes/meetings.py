@@ -287,8 +287,14 @@ def playback_links(
     return out
 
 
-@router.get(
+AUDIO_HEADERS = {"Cache-Control": "private, max-age=3600", "X-Content-Type-Options": "nosniff"}
+"""A track's audio is cached by its owner's browser only, and never read as anything but the
+type it is sent as (an upload may hold any bytes)."""
+
+
+@router.api_route(
     "/{meeting_id}/tracks/{participant}/audio",
+    methods=["GET", "HEAD"],
     response_class=FileResponse,
     responses={
         **NOT_FOUND,
@@ -301,14 +307,13 @@ def audio(
     meeting_id: uuid.UUID, participant: Participant, user: Caller, settings: Settings
 ) -> FileResponse:
     """One track's audio as it was uploaded, with range requests (what an audio element
-    asks for when it seeks). The bearer token, or a link from ``playback``."""
+    asks for when it seeks) and HEAD. The bearer token, or a link from ``playback``."""
     for track in playback(settings.db, meeting_id, user.owner):
         if track.participant == participant:
             path = Path(track.location)
             if not path.is_file():
                 raise NotFoundError(f"the audio of {participant!r} is no longer kept")
-            return FileResponse(path, media_type=audio_type(path),
-                                headers={"Cache-Control": "private, max-age=3600"})  # fmt: skip
+            return FileResponse(path, media_type=audio_type(path), headers=AUDIO_HEADERS)
     raise NotFoundError(f"meeting {meeting_id} has no track of {participant!r}")
 
 
