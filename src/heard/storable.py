@@ -20,7 +20,9 @@ __all__ = [
     "BIDI_CONTROLS",
     "MAX_NAME_CHARS",
     "RepeatedKeyError",
+    "name_key",
     "name_problem",
+    "participant_problem",
     "readable",
     "storable",
     "storable_time",
@@ -55,6 +57,51 @@ def name_problem(value: str) -> str | None:
         if c in BIDI_CONTROLS or unicodedata.category(c) in ("Cc", "Zl", "Zp", "Co", "Cn", "Cs"):
             return f"control or invisible characters are not allowed (U+{ord(c):04X})"
     return None
+
+
+JOINERS = frozenset("\u200c\u200d")
+"""Zero-width non-joiner and joiner: names in Persian, Hindi and other scripts need them."""
+_LOOK_ALIKE = str.maketrans(
+    "АВЕКМНОРСТХаеорсухіјѕԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνρτυχ",
+    "ABEKMHOPCTXaeopcyxijsdqwABEZHIKMNOPTYXoikvptux",
+)
+"""Cyrillic and Greek letters drawn like Latin ones, and the Latin letter each looks like."""
+_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+
+
+def participant_problem(value: str) -> str | None:
+    """What keeps ``value`` from being a participant's name, besides ``name_problem``: it
+    names its track's route (no '/', and not '.' or '..', which a path resolves away); it holds
+    no invisible character (a zero-width space, a word joiner; the joiners names need are
+    kept); no word mixes Latin with Cyrillic or Greek letters (what look-alike names are made
+    of). None when there is none."""
+    if problem := name_problem(value):
+        return problem
+    if "/" in value:
+        return "'/' is not allowed (the name is part of its track's address)"
+    if value.strip() in (".", ".."):
+        return "'.' and '..' are not names (an address resolves them away)"
+    for c in value:
+        if unicodedata.category(c) == "Cf" and c not in JOINERS:
+            return f"invisible characters are not allowed (U+{ord(c):04X})"
+    for word in value.split():
+        scripts = {s for c in word if c.isalpha() and (s := _script(c)) is not None}
+        if len(scripts) > 1:
+            return f"{word!r} mixes {' and '.join(sorted(s.title() for s in scripts))} letters"
+    return None
+
+
+def _script(c: str) -> str | None:
+    name = unicodedata.name(c, "")
+    return next((s for s in _SCRIPTS if name.startswith(s + " ")), None)
+
+
+def name_key(value: str) -> str:
+    """The form in which two names are the same name: compatibility-normalized (NFKC: an é
+    typed as e and a combining accent is é), case-folded, without joiners, and each Cyrillic
+    or Greek letter that is drawn like a Latin one read as that letter."""
+    normal = unicodedata.normalize("NFKC", value.strip())
+    return "".join(c for c in normal if c not in JOINERS).translate(_LOOK_ALIKE).casefold()
 
 
 def readable(value: str) -> str:

@@ -20,6 +20,7 @@ from heard.meetings.run import run_pipeline
 from heard.meetings.runner import Watched
 from heard.server import tickets
 from heard.server.app import ServerSettings, create_app
+from heard.server.guard import from_this_machine
 from heard.server.state import state_of
 from heard.speech import Segment
 from heard.store.database import Database
@@ -411,6 +412,72 @@ def test_a_finished_meeting_is_its_owners_evidence(db: Database) -> None:
     ]
     run_pipeline(mid, db=db, transcriber=FakeTranscriber({}))  # again: not twice
     assert len(load_utterances(db, owner="")) == 1
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("host", "127.0.0.1:evil.example")],
+        [("host", "127.0.0.1:8000"), ("host", "evil.example")],
+        [("host", "127.0.0.1:8000"), ("origin", "http://evil.example"),
+         ("origin", "http://127.0.0.1:8000")],
+        [("host", "127.0.0.1:8000"), ("sec-fetch-site", "cross-site"),
+         ("sec-fetch-site", "same-origin")],
+        [("host", "127.0.0.1:8000"), ("origin", "http://127.0.0.1:8000.evil.example")],
+    ],
+)  # fmt: skip
+def test_local_mode_refuses_a_look_alike_host_and_repeated_headers(
+    db: Database, tmp_path: Path, headers: list[tuple[str, str]]
+) -> None:
+    """Issue 57: local mode read the last of repeated Host, Origin and Sec-Fetch-Site headers
+    (a proxy may read the first), and took ``127.0.0.1:evil.example`` for this machine."""
+    local = create_app(ServerSettings(db, tmp_path / "uploads", local=True))
+    raw = [(k.encode(), v.encode()) for k, v in headers]
+    assert not from_this_machine(list(headers), HERE)
+    with TestClient(local, client=HERE) as client:
+        # httpx sends what it is given as it is (a dict would fold the repeats)
+        refused = client.request("GET", "http://127.0.0.1:8000/v1/me", headers=raw)
+        assert refused.status_code == 401
+        assert client.get("http://127.0.0.1:8000/v1/me").json()["name"] == "local"
+
+
+@pytest.mark.parametrize(
+    ("names", "why"),
+    [
+        (["Alice", "Аlice"], "mixes Cyrillic and Latin"),  # a Cyrillic A
+        (["José", "Jose\u0301"], "named twice"),  # NFC and NFD
+        (["Alice", "Al\u200bice"], "invisible characters"),
+        (["АВС", "ABC"], "named twice"),  # all Cyrillic, drawn like Latin
+        (["."], "'.' and '..' are not names"),
+        ([".."], "'.' and '..' are not names"),
+    ],
+)
+def test_look_alike_and_unaddressable_participant_names_are_refused(
+    server: Client, names: list[str], why: str
+) -> None:
+    """Issue 57: look-alike names (zero-width, Cyrillic, NFC/NFD twins) sat beside the real
+    one, and a participant named "." or ".." could be neither uploaded nor played."""
+    client, alice, _ = server
+    people = [{"name": n} for n in names]
+    made = client.post("/v1/meetings", headers=alice, json={"title": "t", "participants": people})
+    assert made.status_code == 422, made.text
+    assert why in made.text
+    if len(names) == 1 or why != "named twice":  # the name itself is refused: a rename too
+        mid = _one_track(client, alice)
+        renamed = client.put(f"/v1/meetings/{mid}/participants/a", headers=alice,
+                             json={"name": names[-1]})  # fmt: skip
+        assert renamed.status_code == 422
+        assert why in renamed.text
+
+
+def test_a_participant_cannot_be_renamed_to_a_twin_of_another(server: Client, db: Database) -> None:
+    client, alice, _ = server
+    mid = client.post("/v1/meetings", headers=alice, json={"title": "t", "participants": [
+        {"name": "José"}, {"name": "Bob"}]}).json()["id"]  # fmt: skip
+    twin = client.put(f"/v1/meetings/{mid}/participants/Bob", headers=alice,
+                      json={"name": "Jose\u0301"})  # fmt: skip
+    assert twin.status_code == 409
+    assert "has a participant" in twin.json()["detail"]
 
 
 def test_local_mode_live_socket_needs_no_token_and_stores_for_the_local_user(

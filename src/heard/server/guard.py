@@ -31,7 +31,7 @@ from heard.store.users import LOCAL_USER, authenticate
 
 log = logging.getLogger("heard.server")
 
-__all__ = ["AUDIO_PATH", "BODY_LIMITS", "Guard", "from_this_machine"]
+__all__ = ["AUDIO_PATH", "BODY_LIMITS", "Guard", "from_this_machine", "raw_headers"]
 
 BODY_LIMITS: list[tuple[str, re.Pattern[str], int]] = [
     ("PUT", re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+$"), MAX_UPLOAD_BYTES),
@@ -58,21 +58,37 @@ FORWARDED = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
 """Headers a proxy adds: a request through one is not this machine's, whatever it says."""
 
 
-def from_this_machine(headers: dict[str, str], client: tuple[str, int] | None) -> bool:
+LOCAL_HOST = re.compile(r"^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$")
+"""This machine's loopback as a Host header names it: the name, and a port or none."""
+ONCE = ("host", "origin", "sec-fetch-site", *FORWARDED)
+"""Headers a request may send once only to be taken as this machine's: a server and a proxy
+may each read another copy of a repeated one."""
+
+
+def raw_headers(scope: Scope) -> list[tuple[str, str]]:
+    """Every header of an ASGI request or socket, names lower-cased, repeats kept."""
+    return [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+
+
+def from_this_machine(headers: list[tuple[str, str]], client: tuple[str, int] | None) -> bool:
     """Whether a request without a token may act as the local user (``--local``): it comes
     over loopback, not through a proxy; it names this machine's loopback as its host (a page
-    of another site that a rebinding DNS points here names its own); and a browser sent it
-    from no other origin than this server's own pages."""
-    if client is None or client[0] not in LOOPBACK or any(h in headers for h in FORWARDED):
+    of another site that a rebinding DNS points here names its own), and nothing after it;
+    a browser sent it from no other origin than this server's own pages; and none of those
+    headers comes twice."""
+    if client is None or client[0] not in LOOPBACK:
         return False
-    host = headers.get("host", "")
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    if name.strip("[]") not in LOOPBACK:
+    names = [name for name, _ in headers]
+    if any(h in names for h in FORWARDED) or any(names.count(h) > 1 for h in ONCE):
         return False
-    if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+    one = dict(headers)
+    host = one.get("host", "")
+    if not LOCAL_HOST.match(host):
         return False
-    origin = headers.get("origin")
-    return origin is None or origin.split("://", 1)[-1] == host
+    if one.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = one.get("origin")
+    return origin is None or origin in (f"http://{host}", f"https://{host}")
 
 
 class Guard:
@@ -97,7 +113,8 @@ class Guard:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw = raw_headers(scope)
+        headers = dict(raw)
         scheme, _, token = headers.get("authorization", "").partition(" ")
         # Bearer, or Token as Deepgram's SDKs send the key
         token = token.strip() if scheme.lower() in ("bearer", "token") else ""
@@ -115,7 +132,7 @@ class Guard:
             await _reply(send, scope["path"], 503, STORE_TROUBLE)
             return
         if user is None and not token and not signed and self.local:
-            user = LOCAL_USER if from_this_machine(headers, scope.get("client")) else None
+            user = LOCAL_USER if from_this_machine(raw, scope.get("client")) else None
         if user is None:
             await _reply(send, scope["path"], 401, "a valid bearer token is required",
                          {"WWW-Authenticate": "Bearer"})  # fmt: skip

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from heard.storable import readable, storable
+from heard.storable import participant_problem, readable, storable
 from heard.utterance import Timestamp, UtteranceIn
 
 __all__ = [
@@ -55,8 +55,8 @@ Name = Annotated[str, AfterValidator(readable)]
 
 
 def _participant(value: str) -> str:
-    if "/" in value:
-        raise ValueError("a participant's name cannot hold '/' (it names the track's route)")
+    if problem := participant_problem(value):
+        raise ValueError(problem)
     return value
 
 

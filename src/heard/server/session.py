@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from heard.errors import InputError, SocketCloseError
 from heard.server import quotas
-from heard.server.guard import from_this_machine
+from heard.server.guard import from_this_machine, raw_headers
 from heard.server.state import ServerSettings, state_of
 from heard.store.users import LOCAL_USER, Principal, authenticate, digest
 
@@ -155,10 +155,6 @@ def offered_token(websocket: WebSocket) -> tuple[str, str | None]:
     return websocket.query_params.get("token", ""), _chosen(websocket)
 
 
-def headers(websocket: WebSocket) -> dict[str, str]:
-    return {k.lower(): v for k, v in websocket.headers.items()}
-
-
 def _chosen(websocket: WebSocket) -> str | None:
     """OpenAI's browser clients offer ``realtime`` and need it accepted."""
     offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",")]
@@ -259,7 +255,7 @@ def mount(
             await refuse(websocket, 429, f"over the rate limit: wait {wait_s:.0f} s")
             return
         user = await asyncio.to_thread(authenticate, settings.db, token) if token else None
-        here = from_this_machine(headers(websocket), websocket.scope.get("client"))
+        here = from_this_machine(raw_headers(websocket.scope), websocket.scope.get("client"))
         if user is None and not token and settings.local and here:
             user = LOCAL_USER
         if user is None:

@@ -16,7 +16,7 @@ from sqlalchemy import delete, select
 
 from heard.diarize import check_speakers, speaker_count
 from heard.errors import ConflictError, InputError, NotFoundError
-from heard.storable import name_problem
+from heard.storable import name_key, name_problem, participant_problem
 from heard.store.database import Database
 from heard.store.ids import resolve_meeting_id
 from heard.store.models import (
@@ -66,12 +66,11 @@ def _check_tracks(tracks: Sequence[TrackSpec]) -> None:
         name = t.participant.strip()
         if not name:
             raise InputError(f"track {t.location!r}: the participant name is empty")
-        problem = name_problem(name) or ("'/' is not allowed" if "/" in name else None)
-        if problem:
+        if problem := participant_problem(name):
             raise InputError(f"participant {name!r}: {problem}")
-        if name.casefold() in seen:
+        if name_key(name) in seen:
             raise InputError(f"participant {name!r} is named twice; names must be unique")
-        seen.add(name.casefold())
+        seen.add(name_key(name))
         if not (t.offset_s >= 0 and t.offset_s < float("inf")):
             raise InputError(f"track {t.location!r}: offset must be >= 0 seconds, got {t.offset_s}")
         if t.channel not in (None, 0, 1):
@@ -93,12 +92,12 @@ def _check_speakers(t: TrackSpec, name: str, seen: set[str]) -> None:
     count = speaker_count(check_speakers(t.speakers))
     if count is not None and len(t.speaker_names) > count:
         raise InputError(f"track {name!r}: {len(t.speaker_names)} names for {count} speakers")
-    own = name.casefold()  # the recording's own name may be one of its speakers'
+    own = name_key(name)  # the recording's own name may be one of its speakers'
     for speaker in t.speaker_names:
-        problem = name_problem(speaker) or ("'/' is not allowed" if "/" in speaker else None)
+        problem = participant_problem(speaker)
         if not speaker.strip() or problem:
             raise InputError(f"speaker name {speaker!r}: {problem or 'empty'}")
-        folded = speaker.strip().casefold()
+        folded = name_key(speaker)
         if folded in seen and folded != own:
             raise InputError(f"participant {speaker!r} is named twice; names must be unique")
         if folded == own:
@@ -156,7 +155,7 @@ def rename_participant(
     every export, and in every rebuild (a diarized speaker's new name is kept on its
     recording). Returns the new name; ``ConflictError`` when another participant has it."""
     new = new.strip()
-    problem = name_problem(new) or ("'/' is not allowed" if "/" in new else None)
+    problem = participant_problem(new)
     if not new or len(new) > 200 or problem:
         raise InputError(f"participant name {new[:60]!r}: {problem or 'give 1-200 characters'}")
     with db.session() as s:
@@ -169,7 +168,7 @@ def rename_participant(
             raise NotFoundError(f"no participant {old!r} in meeting {mid}")
         if new == old:
             return new
-        if any(name.casefold() == new.casefold() and name != old for name in people):
+        if any(name_key(name) == name_key(new) and name != old for name in people):
             raise ConflictError(f"meeting {mid} has a participant {new!r} already")
         rows = track_rows(s, mid)
         for track, labels in voices(rows).items():
