@@ -7,6 +7,7 @@ browser."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -199,6 +200,52 @@ def test_progress_streams_as_events_until_the_meeting_is_finished(
         assert not any(s["finished"] for s in states[:-1])
         assert any(0 < s["fraction"] < 1 for s in states)  # one track done, one not yet
         assert client.get(f"/v1/meetings/{mid}/events", headers=headers).text.count("event:") == 1
+
+
+def _events(client: TestClient, path: str, headers: dict[str, str]) -> list[tuple[str, str]]:
+    """Each (event, data) of a stream, until it ends."""
+    out, event = [], ""
+    with client.stream("GET", path, headers=headers) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                out.append((event, line[6:]))
+    return out
+
+
+def test_a_stream_ends_when_its_token_is_revoked_or_nothing_moves(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 57: a stream outlived its token's revocation by 34 s, and the stream of a meeting
+    never run never ended."""
+    import heard.server.routes.meetings as routes
+
+    monkeypatch.setattr(routes, "STILL_S", 1.5)
+    monkeypatch.setattr(routes, "TOKEN_CHECK_S", 0.5)
+    _, token = add_user(db, "ana")
+    headers = {"Authorization": f"Bearer {token}"}
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=FakeTranscriber({})))
+    with TestClient(app) as client:
+        mid = _one_track(client, headers)  # uploaded, never run
+
+        def follow() -> tuple[threading.Thread, list[tuple[str, str]]]:
+            got: list[tuple[str, str]] = []
+            path = f"/v1/meetings/{mid}/events"
+            reader = threading.Thread(target=lambda: got.extend(_events(client, path, headers)),
+                                      daemon=True)  # fmt: skip
+            reader.start()
+            return reader, got
+
+        reader, never_run = follow()
+        reader.join(timeout=60)  # (ended by the app's shutdown if it never ends)
+        assert [e for e, _ in never_run] == ["progress", "idle"]
+        monkeypatch.setattr(routes, "STILL_S", 600.0)
+        reader, revoked = follow()
+        time.sleep(1.0)
+        revoke_tokens(db, "ana", token)
+        reader.join(timeout=60)
+        assert revoked[-1] == ("gone", '{"detail": "the token was revoked"}')
 
 
 def test_a_diarized_track_counts_both_passes() -> None:

@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -31,7 +31,7 @@ from heard.store.users import LOCAL_USER, authenticate
 
 log = logging.getLogger("heard.server")
 
-__all__ = ["AUDIO_PATH", "BODY_LIMITS", "Guard", "from_this_machine", "raw_headers"]
+__all__ = ["AUDIO_PATH", "BODY_LIMITS", "Guard", "bearer_token", "from_this_machine", "raw_headers"]
 
 BODY_LIMITS: list[tuple[str, re.Pattern[str], int]] = [
     ("PUT", re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+$"), MAX_UPLOAD_BYTES),
@@ -63,6 +63,13 @@ LOCAL_HOST = re.compile(r"^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$")
 ONCE = ("host", "origin", "sec-fetch-site", *FORWARDED)
 """Headers a request may send once only to be taken as this machine's: a server and a proxy
 may each read another copy of a repeated one."""
+
+
+def bearer_token(headers: Mapping[str, str]) -> str:
+    """The token of an ``Authorization`` header: ``Bearer``, or ``Token`` as Deepgram's SDKs
+    send the key ("" for none)."""
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() in ("bearer", "token") else ""
 
 
 def raw_headers(scope: Scope) -> list[tuple[str, str]]:
@@ -115,9 +122,7 @@ class Guard:
             return
         raw = raw_headers(scope)
         headers = dict(raw)
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        # Bearer, or Token as Deepgram's SDKs send the key
-        token = token.strip() if scheme.lower() in ("bearer", "token") else ""
+        token = bearer_token(headers)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         # a signed link is its signer's, in local mode too
         signed = not token and "sig" in query and AUDIO_PATH.match(scope["path"]) is not None

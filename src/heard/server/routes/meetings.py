@@ -25,6 +25,7 @@ from heard.server import tickets
 from heard.server.bodies import StrictJSONRoute
 from heard.server.deps import Caller, Settings, State, UserMemories
 from heard.server.errors import BAD, NOT_FOUND, without_paths
+from heard.server.guard import bearer_token
 from heard.server.schemas import (
     EXPORTED_JSON,
     MEDIA_TYPES,
@@ -44,6 +45,7 @@ from heard.server.schemas import (
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec
 from heard.store.models import MeetingStatus, TrackStatus
+from heard.store.users import authenticate
 from heard.store.views import MeetingSummary, list_meetings, meeting_phrases, playback, track_states
 from heard.timeline.formats import render
 
@@ -275,7 +277,7 @@ def playback_links(
     meeting_id: uuid.UUID, user: Caller, settings: Settings, request: Request
 ) -> list[PlaybackOut]:
     """Each track's audio, as links an audio element can follow, and whose phrases it holds."""
-    token = request.headers.get("authorization", "").partition(" ")[2].strip()
+    token = bearer_token(request.headers)
     out = []
     for track in playback(settings.db, meeting_id, user.owner):
         path = f"/v1/meetings/{meeting_id}/tracks/{track.participant}/audio"
@@ -338,6 +340,12 @@ def _progress_out(progress: MeetingProgress) -> ProgressOut:
 
 PROGRESS_EVERY_S = 0.5
 KEEPALIVE_S = 15.0
+TOKEN_CHECK_S = 2.0
+"""How often a stream checks that the token it was opened with still holds: a revoked one
+ends it within this."""
+STILL_S = 600.0
+"""A stream of a meeting that nothing transcribes and that has not moved for this long ends
+(``idle``): a meeting never run would hold it open for good."""
 
 
 @router.get(
@@ -347,7 +355,9 @@ KEEPALIVE_S = 15.0
         **NOT_FOUND,
         200: {
             "description": "Server-sent events: ``progress`` (JSON: status, fraction 0-1, "
-            "finished, phrases, tracks) whenever it changes, until the meeting is finished.",
+            "finished, phrases, tracks) whenever it changes, until the meeting is finished; "
+            "``gone`` when the meeting is deleted or the token revoked; ``idle`` when nothing "
+            "has moved it for ten minutes (connect again to follow it).",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
     },
@@ -356,24 +366,33 @@ async def events(
     meeting_id: uuid.UUID, user: Caller, state: State, request: Request
 ) -> StreamingResponse:
     """The meeting's progress as it is transcribed, as server-sent events."""
-    runs, stopping = state.runs, state.settings.stopping
+    runs, stopping, db = state.runs, state.settings.stopping, state.settings.db
+    token = bearer_token(request.headers)
     first = await asyncio.to_thread(runs.progress_of, meeting_id, user.owner)
 
     async def stream() -> AsyncIterator[str]:
-        state, last, quiet = first, None, 0.0
+        progress, last, quiet, still, checked = first, None, 0.0, 0.0, 0.0
         while True:
-            if state != last:
-                yield f"event: progress\ndata: {_progress_out(state).model_dump_json()}\n\n"
-                last, quiet = state, 0.0
+            if progress != last:
+                yield f"event: progress\ndata: {_progress_out(progress).model_dump_json()}\n\n"
+                last, quiet, still = progress, 0.0, 0.0
             elif quiet >= KEEPALIVE_S:
                 yield ": still here\n\n"
                 quiet = 0.0
-            if state.finished or stopping.is_set() or await request.is_disconnected():
+            if progress.finished or stopping.is_set() or await request.is_disconnected():
+                return
+            if still >= STILL_S and not any(t.status == "transcribing" for t in progress.tracks):
+                yield 'event: idle\ndata: {"detail": "nothing has moved it for ten minutes"}\n\n'
                 return
             await asyncio.sleep(PROGRESS_EVERY_S)
-            quiet += PROGRESS_EVERY_S
+            quiet, still, checked = (x + PROGRESS_EVERY_S for x in (quiet, still, checked))
+            if token and checked >= TOKEN_CHECK_S:
+                checked = 0.0
+                if await asyncio.to_thread(authenticate, db, token) is None:
+                    yield 'event: gone\ndata: {"detail": "the token was revoked"}\n\n'
+                    return
             try:
-                state = await asyncio.to_thread(runs.progress_of, meeting_id, user.owner)
+                progress = await asyncio.to_thread(runs.progress_of, meeting_id, user.owner)
             except NotFoundError:  # deleted meanwhile
                 yield 'event: gone\ndata: {"detail": "the meeting was deleted"}\n\n'
                 return

@@ -180,14 +180,19 @@ async function upload(event) {
     ran = true;
     jobStatus.textContent = run.started ? "transcribing" : "waiting for a worker to transcribe it";
     let last = null;
-    await events(`/v1/meetings/${meeting.id}/events`, (name, state) => {
-      if (name === "gone") throw new Error(state.detail);
-      last = state;
-      $("run-progress").value = state.fraction;
-      const busy = state.tracks.filter((t) => t.status === "transcribing").map((t) => t.participant);
-      jobStatus.textContent = state.finished ? `${state.status}: ${state.phrases} phrases`
-        : `transcribing ${busy.join(", ") || "(waiting)"}: ${Math.round(state.fraction * 100)}%`;
-    });
+    let idle = true;
+    while (idle) {  // a stream that nothing moved for ten minutes ends "idle": follow it again
+      idle = false;
+      await events(`/v1/meetings/${meeting.id}/events`, (name, state) => {
+        if (name === "gone") throw new Error(state.detail);
+        if (name === "idle") { idle = true; return; }
+        last = state;
+        $("run-progress").value = state.fraction;
+        const busy = state.tracks.filter((t) => t.status === "transcribing").map((t) => t.participant);
+        jobStatus.textContent = state.finished ? `${state.status}: ${state.phrases} phrases`
+          : `transcribing ${busy.join(", ") || "(waiting)"}: ${Math.round(state.fraction * 100)}%`;
+      });
+    }
     const failed = last ? last.tracks.filter((t) => t.error && t.status === "failed") : [];
     if (failed.length) { error.textContent = failed.map((t) => `${t.participant}: ${t.error}`).join("; "); error.hidden = false; }
     await load();
