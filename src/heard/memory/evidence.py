@@ -35,6 +35,22 @@ from heard.errors import InputError
 from heard.memory.bm25 import BM25Index
 from heard.memory.dense import DenseIndex, Embedder
 from heard.memory.language import analyze, guess, primary
+from heard.memory.weights import (
+    COSINE_NEIGHBOUR_SHARE,
+    DATE_BOOST,
+    DATE_GRACE_DAYS,
+    FULL_PASS_RATIO,
+    K1,
+    NEIGHBOUR_OFFSETS,
+    NEIGHBOUR_SHARE,
+    NEIGHBOUR_WINDOW,
+    PAIR_WEIGHT,
+    SESSION_CANDIDATES,
+    SESSION_SHARE,
+    SPEAKER_BOOST,
+    SPREAD,
+    B,
+)
 from heard.memory.when import named_dates
 from heard.transcript.tokenize import tokenize
 from heard.utterance import Evidence
@@ -43,42 +59,6 @@ __all__ = ["MAX_QUERY_CHARS", "Evidence", "EvidenceIndex", "Recalled", "embedded
 
 MAX_QUERY_CHARS = 2000
 """Longer queries are cut here (a recall query is a question, not a document)."""
-NEIGHBOUR_SHARE = 0.5
-NEIGHBOUR_WINDOW = 2
-NEIGHBOUR_OFFSETS = (2, 1, 1, 2)
-"""How far each of [before2, before1, after1, after2] is: it gets NEIGHBOUR_SHARE / offset."""
-SPREAD = sum(NEIGHBOUR_SHARE / offset for offset in NEIGHBOUR_OFFSETS)
-"""The most an item gains from its neighbours, as a multiple of the best of them."""
-FULL_PASS_RATIO = 10
-"""Candidates beyond one item in this many: a pass over every item is cheaper (bench/locomo.py
---scale)."""
-SPEAKER_BOOST = 1.8
-"""A named speaker's turns, after neighbours and sessions (LoCoMo dev R@10 0.720 -> 0.745;
-applied to the BM25 score before neighbours instead: x1.4 was best, 0.720)."""
-K1, B = 0.9, 0.4
-"""BM25 parameters for short conversational turns (LoCoMo dev: R@10 0.696 vs 0.679 at 1.5/0.75)."""
-SESSION_SHARE = 0.4
-"""Of the best score in a candidate's session (LoCoMo dev: R@10 0.701 -> 0.720; 0.2: 0.717,
-0.8: 0.718)."""
-SESSION_CANDIDATES = 100
-"""How many of the best candidates (at least 4k) the session signal reranks."""
-PAIR_WEIGHT = 0.5
-"""Of the word-pair field against the single words (LoCoMo dev R@10 lexical 0.745 -> 0.756,
-with the dense scout 0.761 -> 0.780; 0.3: 0.751, 0.6: 0.758 and 0.779, 1.0: 0.750; pairs of
-stemmed words without stopwords: 0.747; skip-pairs and triples: no better)."""
-DATE_BOOST = 2.5
-"""A turn said in the days a question names ("on 13 October, 2023", "in June"): its final
-score x2.5 (LoCoMo dev R@10, each turn's time its session's: lexical 0.756 -> 0.772, dense
-0.780 -> 0.798; x1.5: 0.763 and 0.795, x2: 0.770 and 0.798, x3: 0.773 and 0.797; the date's
-words also taken out of the lexical query: no better)."""
-DATE_GRACE_DAYS = 3
-"""An event is told of on its day or in the days after: a turn up to this many days after the
-named ones counts as said in them (LoCoMo dev R@10 with the dense scout: 0 days 0.797, 2-3
-0.798, 7 0.795), and so does one the day before (a time kept in UTC can fall on the day before
-the speaker's own: 0.798 all the same)."""
-COSINE_NEIGHBOUR_SHARE = 0.25
-"""The cosine's share to neighbours (LoCoMo dev R@10: none 0.754, 0.15 0.757, 0.25 0.764,
-0.5 0.757)."""
 
 
 def embedded_text(evidence: Evidence) -> str:
@@ -136,6 +116,7 @@ class EvidenceIndex:
         self._day = array("i")  # the UTC day it was said (proleptic ordinal), 0: not known
         self._years: set[int] = set()
         self._ids: dict[str, int] = {}
+        self._gone = bytearray()  # 1: forgotten (``forget``), never recalled again
         self._languages: Counter[str] = Counter()
         self._spoken_in: dict[str, Counter[str]] = {}  # conversation -> its items' languages
         self.truncated_last_query = False
@@ -147,8 +128,22 @@ class EvidenceIndex:
         return len(self._items)
 
     def ids(self) -> KeysView[str]:
-        """The ids of the items held."""
+        """The ids of the items held (and not forgotten)."""
         return self._ids.keys()
+
+    def forget(self, ids: Iterable[str]) -> int:
+        """Never recall these items again (a meeting rebuilt or deleted); how many were held.
+        They keep their place (and their share of the BM25 statistics) until the index is
+        made again, which ``forgotten`` tells when to do."""
+        docs = [self._ids.pop(i) for i in set(ids) if i in self._ids]
+        for doc in docs:
+            self._gone[doc] = 1
+        return len(docs)
+
+    @property
+    def forgotten(self) -> float:
+        """The share of the index's items that are forgotten."""
+        return (len(self._items) - len(self._ids)) / max(1, len(self._items))
 
     def add(self, evidence: Evidence) -> None:
         """Add one final: searchable as soon as this returns."""
@@ -227,6 +222,7 @@ class EvidenceIndex:
             self._years.add(date.fromordinal(day).year)
         self._items.append(evidence)
         self._ids[evidence.id] = doc
+        self._gone.append(0)
 
     def recall(self, query: str, k: int = 10) -> list[Recalled]:
         query = query.strip()
@@ -240,6 +236,8 @@ class EvidenceIndex:
         pairs = word_pairs(query)
         if pairs:
             scores += np.float32(PAIR_WEIGHT) * self._pairs.score_vector(pairs)
+        gone = np.frombuffer(self._gone, dtype=np.bool_)
+        scores[gone] = 0  # nor do they lend neighbours a share
         named = [self._speaker_ids[t] for t in set(tokenize(query)) if t in self._speaker_ids]
         dated = self._said_on(query)
         dense = self.embedder is not None and self._dense is not None
@@ -261,6 +259,7 @@ class EvidenceIndex:
             targets, spread = self._fuse(query, targets, spread, len(scores))
         if dated is not None:
             spread[dated[targets]] *= DATE_BOOST
+        spread[gone[targets]] = 0
         k = min(k, len(spread))
         kth = spread[np.argpartition(-spread, k - 1)[:k]].min()
         # everything tied with the k-th score stays in, so ties break by position, not by chance

@@ -22,7 +22,11 @@ from heard.memory.utterances import load_evidence
 from heard.store.database import Database
 from heard.store.evidence import memory_changed, memory_version, stored_ids
 
-__all__ = ["Memories", "UserMemory"]
+__all__ = ["REMAKE_SHARE", "Memories", "UserMemory"]
+
+REMAKE_SHARE = 0.5
+"""Once this share of a user's evidence index is forgotten, it is made again (what
+is forgotten still weighs in the BM25 statistics of what is not)."""
 
 
 @dataclass
@@ -87,23 +91,38 @@ class Memories:
         same database) stored or changed: one query when nothing did."""
         memory = self.of(owner)
         version = memory_version(self.db, owner)
-        if version != memory.version and not memory.index.ids() <= stored_ids(self.db, owner):
-            # evidence was forgotten or replaced (a meeting deleted or rebuilt): an index
-            # only grows, so the user's memory is made again from the store, and takes the
-            # old one's place once made (recalls meanwhile read the old one)
+        if version == memory.version:
+            return memory
+        # evidence dropped or replaced (a meeting deleted, rebuilt or renamed) is forgotten by
+        # the index, and what is new added: a change costs what it changed, not the memory
+        gone = set(memory.index.ids()) - stored_ids(self.db, owner)
+        with memory.lock:
+            memory.index.forget(gone)
+            new, vectors = load_evidence(
+                self.db, memory.index.embedder, owner=owner, skip=memory.index
+            )
+            memory.index.extend(new, vectors)
+        self._rebuild_pages(owner, memory)
+        memory.version = version
+        if memory.index.forgotten >= REMAKE_SHARE:
+            return self._remade(owner, memory)
+        return memory
+
+    def _remade(self, owner: str, memory: UserMemory) -> UserMemory:
+        """The user's memory made again from the store, once most of its index is forgotten:
+        one remake per user at a time (a caller that finds one under way reads the memory as
+        it is), which takes the old one's place once made."""
+        with self._lock:
+            building = self._building.setdefault(owner, threading.Lock())
+        if not building.acquire(blocking=False):
+            return memory
+        try:
             fresh = self._build(owner)
             with self._lock:
                 self._by_owner[owner] = fresh
             return fresh
-        if version != memory.version:
-            with memory.lock:
-                new, vectors = load_evidence(
-                    self.db, memory.index.embedder, owner=owner, skip=memory.index
-                )
-                memory.index.extend(new, vectors)
-            self._rebuild_pages(owner, memory)
-            memory.version = version
-        return memory
+        finally:
+            building.release()
 
     def pages_changed(self, owner: str) -> None:
         """A page of the user's was written or deleted here."""
