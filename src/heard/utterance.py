@@ -61,7 +61,7 @@ in UTC."""
 
 
 class UtteranceIn(BaseModel):
-    """An utterance as a file line or a request carries it (ARCHITECTURE.md's memory format)."""
+    """An utterance as a file line or a request carries it (docs/formats.md)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 

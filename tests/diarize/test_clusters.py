@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heard.diarize.clusters import (
+    CAMPLUSPLUS_THRESHOLDS,
+    Thresholds,
     cluster,
     count_speakers,
     frame_count,
@@ -233,3 +235,32 @@ def test_vectors_that_are_all_nothing_are_one_speaker() -> None:
     apart: one speaker, not an error from the clustering."""
     for speakers in (None, 2):
         assert cluster(np.zeros((5, 192)), speakers).tolist() == [0] * 5
+
+
+def two_people(stretches: int, alike: float) -> np.ndarray:
+    """``stretches`` vectors of each of two people whose voices are ``alike`` (cosine)."""
+    rng = np.random.default_rng(stretches)
+    a, b = np.linalg.qr(rng.normal(size=(192, 2)))[0].T
+    second = alike * a + np.sqrt(1 - alike**2) * b
+    return np.vstack([v + 0.02 * rng.normal(size=(stretches, 192)) for v in (a, second)])
+
+
+@pytest.mark.parametrize(
+    ("stretches", "thresholds", "people"),
+    [
+        (4, CAMPLUSPLUS_THRESHOLDS, 1),  # few stretches: joined while over same_speaker (0.5)
+        (4, Thresholds(same_speaker=0.7, one_person=0.7), 2),
+        (30, CAMPLUSPLUS_THRESHOLDS, 2),  # many: clusters joined over one_person (0.7)
+        (30, Thresholds(same_speaker=0.5, one_person=0.5), 1),
+    ],
+)
+def test_the_thresholds_given_are_the_ones_the_clustering_decides_by(
+    stretches: int, thresholds: Thresholds, people: int
+) -> None:
+    """Two people whose vectors are 0.6 alike: one person or two, as the embedder's
+    thresholds say; CAM++'s when none are given."""
+    vectors = two_people(stretches, 0.6)
+    assert int(cluster(vectors, None, thresholds=thresholds).max()) + 1 == people
+    assert count_speakers(vectors, thresholds=thresholds) == people
+    if thresholds is CAMPLUSPLUS_THRESHOLDS:
+        assert count_speakers(vectors) == people

@@ -7,11 +7,20 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from heard.asr.audio import load_audio
-from heard.diarize.embedders import CamPlusPlus, SpeakerEmbedder
+from heard.diarize.clusters import CAMPLUSPLUS_THRESHOLDS
+from heard.diarize.embedders import (
+    CamPlusPlus,
+    SpeakerEmbedder,
+    Thresholds,
+    speaker_embedder,
+    thresholds_of,
+)
 from heard.diarize.features import fbank
 from heard.diarize.onnx import OnnxDiarizer
+from heard.errors import MissingDependencyError, UnknownNameError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "diarization"
 
@@ -82,3 +91,58 @@ def test_the_embedder_is_swapped_at_the_seam() -> None:
     found = diarizer.diarize(samples, speakers=2)
     assert fake.pieces > 0
     assert found.speakers == 2
+
+
+def test_the_embedder_chosen_by_name_carries_its_thresholds() -> None:
+    """CAM++ by its name: the thresholds the clustering takes by default, so a diarizer
+    given the name, or nothing, clusters as before."""
+    chosen = speaker_embedder("campplus-sv-zh-en-common", threads=2)
+    assert isinstance(chosen, CamPlusPlus)
+    assert chosen.threads == 2
+    assert chosen.thresholds == Thresholds(same_speaker=0.5, one_person=0.7)
+    assert chosen.thresholds == CAMPLUSPLUS_THRESHOLDS
+    for diarizer in (OnnxDiarizer(embedder="campplus-sv-zh-en-common", threads=2), OnnxDiarizer()):
+        assert isinstance(diarizer.embedder, CamPlusPlus)
+        assert diarizer.thresholds == CAMPLUSPLUS_THRESHOLDS
+        assert diarizer.name == "segmentation-3.0+campplus-sv-zh-en-common"
+    assert OnnxDiarizer(embedder="campplus-sv-zh-en-common", threads=2).embedder.threads == 2
+
+
+def test_an_unknown_embedder_name_lists_the_known_ones() -> None:
+    message = "unknown speaker embedder 'ecapa'; choose one of: campplus-sv-zh-en-common"
+    with pytest.raises(UnknownNameError, match=message):
+        speaker_embedder("ecapa")
+    with pytest.raises(UnknownNameError, match=message):
+        OnnxDiarizer(embedder="ecapa")
+
+
+class LenientCamPlusPlus(CamPlusPlus):
+    """CAM++ with thresholds that take any two stretches for one person."""
+
+    name = "campplus-lenient"
+    thresholds = Thresholds(same_speaker=-1.0, one_person=-1.0)
+
+
+def test_a_custom_embedders_thresholds_are_the_ones_the_clustering_uses() -> None:
+    """Three real people one after another: three with CAM++'s thresholds; with thresholds
+    that join everything, only as many as one window heard at once (two)."""
+    path = DATA / "falcon" / "picovoice_falcon_3spk.flac"
+    assert OnnxDiarizer(embedder=CamPlusPlus()).diarize(path).speakers == 3
+    lenient = OnnxDiarizer(embedder=LenientCamPlusPlus())
+    assert lenient.thresholds == LenientCamPlusPlus.thresholds
+    assert lenient.diarize(path).speakers == 2
+
+
+def test_an_embedder_without_thresholds_is_clustered_by_campplus() -> None:
+    assert thresholds_of(LoudnessEmbedder()) == CAMPLUSPLUS_THRESHOLDS
+    assert OnnxDiarizer(embedder=LoudnessEmbedder()).thresholds == CAMPLUSPLUS_THRESHOLDS
+    wrong = LoudnessEmbedder()
+    wrong.thresholds = 0.5  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="'loudness' has thresholds of type float"):
+        OnnxDiarizer(embedder=wrong)
+
+
+def test_a_missing_model_file_is_named() -> None:
+    missing = DATA / "no-such-model.onnx"
+    with pytest.raises(MissingDependencyError, match=f"the speaker embedder {missing} is missing"):
+        CamPlusPlus(path=missing).prepare()

@@ -267,7 +267,7 @@ def transcribe(
 @reports_errors
 def phrases(
     segments: Annotated[
-        Path, typer.Argument(help="Segment JSON (see ARCHITECTURE.md), or - for standard input.")
+        Path, typer.Argument(help="Segment JSON (see docs/formats.md), or - for standard input.")
     ],
     interjection_s: Annotated[
         float,

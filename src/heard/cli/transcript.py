@@ -115,7 +115,7 @@ def _stabilizer(
 @app.command()
 @reports_errors
 def replay(
-    events: Annotated[Path, typer.Argument(help="Transcript events, JSONL (see ARCHITECTURE).")],
+    events: Annotated[Path, typer.Argument(help="Transcript events, JSONL (see docs/formats.md).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     word_match: WordMatchOption = "normalized",
     debounce_ms: DebounceOption = _DEFAULT_GATE.debounce_ms,

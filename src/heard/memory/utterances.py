@@ -5,7 +5,7 @@ name) when it is stored, and read back when the index is built, so a recall enco
 only its query; evidence stored without a vector (before the dense scout was on, or
 by another model) is encoded once, on the first load, and its vectors kept.
 
-The JSONL format (ARCHITECTURE.md): ``{"id": "D1:3", "speaker": "Caroline",
+The JSONL format (docs/formats.md): ``{"id": "D1:3", "speaker": "Caroline",
 "text": "...", "session": "s1", "t": "2023-05-08T13:56:00Z"}``; ``conversation``,
 ``language`` and ``"type": "final"`` are optional, and each line is checked as
 ``POST /v1/memory/evidence`` checks an utterance (``heard.utterance.UtteranceIn``). A

@@ -1,4 +1,4 @@
-"""The segment JSON of ARCHITECTURE.md, read and validated at the edge.
+"""The segment JSON of docs/formats.md, read and validated at the edge.
 
 ``{"participants": {"alice": {"offset_s": 0.0, "segments": [{"start": 0.0,
 "end": 10.0, "text": "..."}]}}}``

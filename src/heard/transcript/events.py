@@ -1,4 +1,4 @@
-"""Transcript events: the JSONL wire format of ARCHITECTURE.md and its reader.
+"""Transcript events: the JSONL wire format of docs/formats.md and its reader.
 
 One JSON object per line: ``{"t_ms": 1200, "type": "partial", "text": "what
 should we", "speaker": "alice"}``. ``t_ms`` is milliseconds from the start of the
