@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from heard.asr.streaming import Decoded, StreamingRecognizer
 from heard.speech import Word
 from heard.testing import ScriptedRecognizer
 from heard.transcript.events import EventKind, TranscriptEvent
+from heard.transcript.utterances import Utterances
 
 SAID = [Word(0.2, 0.5, "we"), Word(0.6, 0.9, "ship"), Word(1.0, 1.4, "friday."),
         Word(3.0, 3.3, "okay.")]  # fmt: skip
@@ -41,10 +43,10 @@ async def test_the_microphone_hands_on_each_decoded_step_in_order_and_flushes() 
         made.append(ScriptedRecognizer(SAID))
         return made[-1]
 
-    async def on_decoded(d: Decoded) -> None:
-        decoded.append(d)
+    async def on_decoded(found: Sequence[Decoded], t_ms: int) -> None:
+        decoded.extend(found)
 
-    raw = Microphone("ana", None, lambda ms, rtf: None, scripted, on_decoded=on_decoded)
+    raw = Microphone("ana", on_decoded, lambda ms, rtf: None, scripted)
     for _ in range(20):
         raw.add(FRAME)
     await raw.flush()
@@ -52,8 +54,10 @@ async def test_the_microphone_hands_on_each_decoded_step_in_order_and_flushes() 
     assert " ".join(d.text for d in decoded if d.kind is EventKind.FINAL) == "we ship friday."
     await raw.close()
 
-    async def on_event(event: TranscriptEvent) -> None:
-        events.append(event)
+    utterances = Utterances("ana")
+
+    async def on_event(found: Sequence[Decoded], t_ms: int) -> None:
+        events.extend(utterances.events(found, t_ms))
 
     sentences = Microphone("ana", on_event, lambda ms, rtf: None, scripted)
     for _ in range(40):

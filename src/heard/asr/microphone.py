@@ -1,13 +1,14 @@
-"""A live microphone: PCM16 in, transcript events out, decoding never falling behind for long.
+"""A live microphone: PCM16 in, decoded steps out, decoding never falling behind for long.
 
 The streaming recognizer (any ``StreamingRecognizer``; faster-whisper's by default) runs in a
-worker thread, one step at a time, on whatever audio has
-arrived; what it decodes is handed on as transcript events (``Utterances``: committed words
-gather into sentences). Alone, a microphone paces itself: when steps take longer than the
-audio they cover, the ``Pacer`` widens them (up to 4 s): fewer, longer decodes, told to the
-caller, instead of a lag that grows without end; once decoding keeps up again, it narrows
-them back. Given ``shared=True`` (``heard serve``), its buffers are decoded by the process's
-``DecodeService`` with every other stream's, which paces all of them together.
+worker thread, one step at a time, on whatever audio has arrived; what each step decoded
+goes to the microphone's one output, in order (a live socket's ``heard.live.path.LivePath``,
+which takes it through the stages every protocol shares). Alone, a microphone paces itself:
+when steps take longer than the audio they cover, the ``Pacer`` widens them (up to 4 s):
+fewer, longer decodes, told to the caller, instead of a lag that grows without end; once
+decoding keeps up again, it narrows them back. Given ``shared=True`` (``heard serve``), its
+buffers are decoded by the process's ``DecodeService`` with every other stream's, which
+paces all of them together.
 """
 
 from __future__ import annotations
@@ -15,23 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.service import shared_service
-from heard.asr.streaming import (
-    Decoded,
-    StreamingRecognizer,
-    StreamOptions,
-    Utterances,
-    WhisperStreamingRecognizer,
-)
+from heard.asr.streaming import StreamingRecognizer, StreamOptions, WhisperStreamingRecognizer
 from heard.asr.whisper import WhisperOptions
-from heard.transcript.events import TranscriptEvent
+from heard.transcript.utterances import Decoded
 
 __all__ = [
+    "DecodedOutput",
     "Microphone",
     "Pacer",
     "RecognizerFactory",
@@ -43,6 +39,9 @@ __all__ = [
 RecognizerFactory = Callable[[str], StreamingRecognizer]
 """Makes one speaker's recognizer (called in a worker thread: loading a model may take a
 while)."""
+DecodedOutput = Callable[[Sequence[Decoded], int], Awaitable[None]]
+"""Where a microphone's steps go: what one step decoded (never empty) and the stream's time
+then (ms of audio received)."""
 Recognizers = Callable[[WhisperOptions, StreamOptions | None], RecognizerFactory]
 """Makes a stream's recognizers from the model's options and the stream's: what a server's
 live sockets are given (``shared_whisper`` by default)."""
@@ -123,25 +122,21 @@ class Pacer:
 
 class Microphone:
     """One speaker's audio: ``add`` PCM16 (16 kHz mono, little-endian) as it arrives, ``end``
-    to flush the last final, ``close`` to decode what is left and stop. Each decoded event
-    goes to ``on_event``, in order (or, given ``on_decoded``, what the recognizer decoded,
-    with its times and words); ``on_degraded(chunk_ms, rtf)`` says the steps widened (or
-    narrowed back). ``recognizer`` makes the speaker's recognizer (default:
+    to flush the last final, ``close`` to decode what is left and stop. What each step
+    decoded goes to ``output``, in order (None: nowhere); ``on_degraded(chunk_ms, rtf)`` says
+    the steps widened (or narrowed back). ``recognizer`` makes the speaker's recognizer (default:
     ``whisper_recognizer()``, tiny.en on this stream's own)."""
 
     def __init__(
         self,
         speaker: str,
-        on_event: Callable[[TranscriptEvent], Awaitable[None]] | None,
+        output: DecodedOutput | None,
         on_degraded: Callable[[int, float], None],
         recognizer: RecognizerFactory | None = None,
-        *,
-        on_decoded: Callable[[Decoded], Awaitable[None]] | None = None,
     ) -> None:
         self.speaker = speaker
         self._make = recognizer or whisper_recognizer()
-        self.on_event = on_event
-        self.on_decoded = on_decoded
+        self.output = output
         self.on_degraded = on_degraded
         self.pending = bytearray()
         self.received = 0  # samples
@@ -151,7 +146,6 @@ class Microphone:
         self._closing = False
         self._flushed: list[asyncio.Future[None]] = []
         self._pacer = Pacer()
-        self._utterances = Utterances(speaker)
         self.handed_on = 0
         """Samples of audio whose decoding has been handed on (what it found, if anything)."""
         self._task = asyncio.create_task(self._run())
@@ -247,10 +241,5 @@ class Microphone:
             self.on_degraded(step, round(self._pacer.last_rtf, 2))
 
     async def _hand_on(self, found: list[Decoded]) -> None:
-        if self.on_decoded is not None:
-            for d in found:
-                await self.on_decoded(d)
-        elif self.on_event is not None:
-            t_ms = self.received * 1000 // SAMPLE_RATE
-            for event in self._utterances.events(found, t_ms):
-                await self.on_event(event)
+        if found and self.output is not None:
+            await self.output(found, self.received * 1000 // SAMPLE_RATE)

@@ -3,19 +3,18 @@
 Every ``chunk_ms`` of audio the current buffer is decoded again (``heard.asr.decoder``: in
 the shortest Whisper context that holds it, with word times). What two consecutive decodes
 agree on, and what a decode heard with a second of audio after it (less, for a word Whisper
-is sure of), is committed word by word (``heard.asr.commits``; ``StreamOptions.commit``) and
-goes out as a ``final``
-inside continuous speech; the rest goes out as the ``partial``. Once the buffer is longer
-than ``trim_s`` it is cut in a pause after the last committed word, so a word is final about
-a second or two after it is spoken and each step decodes a few seconds of audio however long
-someone talks. No prompt: a bad decode is never fed back. Silero VAD on the buffer decides
-when an utterance ended (``end_silence_ms`` of silence after speech): its last decode's new
-words are the endpoint ``final``. A buffer that reaches ``max_utterance_s`` with nothing
-agreed commits all but its last word.
+is sure of), is committed word by word (``heard.asr.commits``; ``StreamOptions.commit``)
+and goes out as a ``final`` inside continuous speech; the rest goes out as the ``partial``
+(each a ``Decoded`` step, the commits stage's record: ``heard.transcript.utterances``).
+Once the buffer is longer than ``trim_s`` it is cut in a pause after the last committed
+word, so a word is final about a second or two after it is spoken and each step decodes a
+few seconds of audio however long someone talks. No prompt: a bad decode is never fed back.
+Silero VAD on the buffer decides when an utterance ended (``end_silence_ms`` of silence
+after speech): its last decode's new words are the endpoint ``final``. A buffer that
+reaches ``max_utterance_s`` with nothing agreed commits all but its last word.
 
-``Utterances`` turns decoded steps into heard's transcript events: words committed inside
-continuous speech gather into the utterance (shown as a partial) until a sentence ends, so a
-final is a sentence or a turn, as evidence wants it, not two words.
+``stream_events`` replays a recording as a live stream through the commits stage
+(``heard.transcript.utterances``: committed words gather into sentence finals).
 
 Two clocks: ``simulated`` stamps events with the audio time at which they could
 exist; ``compute`` adds the real decoding time, as a live stream would see it
@@ -27,7 +26,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -40,6 +39,7 @@ from heard.asr.whisper import WhisperOptions, load_model
 from heard.registry import Registry
 from heard.speech import Word
 from heard.transcript.events import DEFAULT_SPEAKER, EventKind, TranscriptEvent
+from heard.transcript.utterances import Decoded, Utterances
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,7 +50,6 @@ __all__ = [
     "Decoded",
     "StreamOptions",
     "StreamingRecognizer",
-    "Utterances",
     "WhisperStreamingRecognizer",
     "stream_events",
     "strip_punctuation",
@@ -65,30 +64,10 @@ TRIM_S = 3.0
 FORCE_TRIM_S = 8.0
 """A buffer this long with no pause to cut in is cut after its last committed word."""
 
-SENTENCE_RUN_WORDS = 30
-"""``Utterances`` closes a run of committed words that no sentence end closed at this many
-words (about 10 s of speech): a recognizer that does not punctuate still gets finals."""
-
 STREAM_CLOCKS: Registry[Callable[[float], float]] = Registry(
     "stream clock", {"simulated": lambda decode_ms: 0.0, "compute": lambda decode_ms: decode_ms}
 )
 """How much of a step's decoding time each clock adds to the stream's time."""
-
-
-@dataclass(frozen=True, slots=True)
-class Decoded:
-    """What one decode step heard: the utterance so far (a partial) or its final text."""
-
-    kind: EventKind
-    text: str
-    start_s: float = 0.0
-    """Where its speech starts in the stream (seconds of audio received)."""
-    end_s: float = 0.0
-    words: tuple[Word, ...] = ()
-    """Its words, at their times in the stream (with ``StreamOptions.word_timestamps``)."""
-    endpoint: bool = False
-    """A final that ends an utterance (silence after it, or the stream's end); a final
-    committed inside continuous speech is not one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,44 +326,6 @@ class WhisperStreamingRecognizer:
         self._commits.close()
         self._utt_start = self.received
         return events
-
-
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
-
-
-class Utterances:
-    """One speaker's decoded steps as transcript events (see the module doc): a commit joins
-    the utterance's committed words, which lead every partial after it, until a sentence
-    ends (or ``SENTENCE_RUN_WORDS`` gather); then they go out as one final."""
-
-    def __init__(self, speaker: str = DEFAULT_SPEAKER) -> None:
-        self.speaker = speaker
-        self._run: list[str] = []  # committed words not yet sent as a final
-
-    def events(self, found: Sequence[Decoded], t_ms: int) -> list[TranscriptEvent]:
-        out: list[TranscriptEvent] = []
-        shown = True
-        for d in found:
-            words = d.text.split()
-            if d.kind is EventKind.PARTIAL:
-                out.append(self._event(EventKind.PARTIAL, self._run + words, t_ms))
-                shown = True
-                continue
-            self._run += words
-            if d.endpoint or (self._run and (
-                _SENTENCE_END.search(self._run[-1]) or len(self._run) >= SENTENCE_RUN_WORDS
-            )):  # fmt: skip
-                if self._run:
-                    out.append(self._event(EventKind.FINAL, self._run, t_ms))
-                self._run, shown = [], True
-            else:
-                shown = False
-        if not shown and self._run:
-            out.append(self._event(EventKind.PARTIAL, self._run, t_ms))
-        return out
-
-    def _event(self, kind: EventKind, words: list[str], t_ms: int) -> TranscriptEvent:
-        return TranscriptEvent(t_ms, kind, " ".join(words), self.speaker)
 
 
 def stream_events(

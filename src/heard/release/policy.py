@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from heard.transcript.utterances import CLOSING_MARKS, SENTENCE_MARKS
+
 __all__ = [
     "BARE_FINAL_WORDS",
     "COMMA_UNIT_WORDS",
@@ -101,11 +103,9 @@ just before the final would have, for nothing (measured on the natural fixture:
 1.17x Relaxed's cost at 1600 ms, 1.0x at 2500 ms). It helps recognizers that
 finalize late, or only at the end of a turn."""
 
-# Sentence and clause punctuation of Latin and Cyrillic scripts and the full-width CJK forms.
-_CLAUSE_END = re.compile(
-    "[.!?;:\u2026\u3002\uff01\uff1f\uff1b\uff1a]"  # . ! ? ; : ellipsis, CJK full-width forms
-    "[\"'\u201d\u2019\u00bb\u300d\u300f)\\]]*$"  # closing quotes and brackets
-)
+# A sentence's marks (the commits stage's rule: ``ends_sentence``) and ; : and their CJK
+# full-width forms, then closing quotes and brackets.
+_CLAUSE_END = re.compile(f"[{SENTENCE_MARKS};:\uff1b\uff1a][{CLOSING_MARKS}]*$")
 
 
 def ends_clause(word: str) -> bool:

@@ -35,15 +35,16 @@ stream, its ``Results`` marked by ``channel_index``; ``multichannel`` taken eith
 else, or a value heard cannot honour, refuses the handshake with a 400 saying which, as
 Deepgram does; a bad key is a 401, a token over its rate limit a 429. The socket's rules
 (limits shared per token with ``/v1/live``, frames over 64 KiB closed with 1009, the way out)
-are the session loop's (``heard.server.session``); this module is the protocol's codec. A
-malformed frame closes with 1007.
+are the session loop's (``heard.server.session``); the audio goes the live path every socket
+shares (``heard.live.path``); this module is the protocol's codec: its control messages are
+parsed by the models of ``heard.server.frames``, its ``Results`` made from the path's decode
+steps. A malformed frame closes with 1007.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import uuid
 from dataclasses import replace
@@ -58,7 +59,9 @@ from heard.asr.incoming import IncomingAudio
 from heard.asr.microphone import Microphone
 from heard.asr.streaming import Decoded, StreamOptions, strip_punctuation
 from heard.asr.whisper import load_model
-from heard.errors import AudioError, SocketCloseError
+from heard.errors import AudioError, InputError, SocketCloseError
+from heard.live.path import LiveOutput, LivePath
+from heard.server.frames import parse_control
 from heard.server.listen_options import ListenOptions, parse_options
 from heard.server.session import (
     CLOSE_ERROR,
@@ -67,7 +70,6 @@ from heard.server.session import (
     MAX_FRAME_BYTES,
     Session,
 )
-from heard.storable import unique_keys
 from heard.transcript.events import EventKind
 
 __all__ = ["IDLE_S", "LISTENING", "DeepgramCodec", "refuse"]
@@ -91,8 +93,9 @@ async def refuse(websocket: WebSocket, status: int, message: str) -> None:
     await websocket.send_denial_response(JSONResponse(body, status_code=status))
 
 
-class _Channel:
-    """One channel's Deepgram side: what to send for each thing its recognizer decodes."""
+class _Channel(LiveOutput):
+    """One channel's Deepgram side: ``Results`` from the live path's decode steps (the
+    commits stage: each as it was decoded), and the speech events around them."""
 
     def __init__(self, codec: DeepgramCodec, index: int) -> None:
         self.codec = codec
@@ -105,10 +108,8 @@ class _Channel:
     async def decoded(self, d: Decoded) -> None:
         final = d.kind is EventKind.FINAL
         session = self.codec.session
-        if session.revoked or (not d.text and not self.speaking):
+        if not d.text and not self.speaking:
             return
-        if final and not await session.admit_final():
-            return  # revoked: the session closes with 1008
         if not self.speaking:
             self.speaking = True
             self.last_word_end = None
@@ -215,8 +216,10 @@ class DeepgramCodec:
         name = self.session.user.name
         for channel in self.channels:
             speaker = name if o.channels == 1 else f"{name} {channel.index[0]}"
-            self.microphones.append(Microphone(speaker, None, lambda chunk_ms, rtf: None,
-                                               recognizer, on_decoded=channel.decoded))  # fmt: skip
+            path = LivePath(speaker, channel, self.session)
+            self.microphones.append(
+                Microphone(speaker, path.take, lambda chunk_ms, rtf: None, recognizer)
+            )
         return IncomingAudio(encoding, o.sample_rate, o.channels)
 
     def _hand_on(self, pcm: list[bytes]) -> None:
@@ -250,23 +253,17 @@ class DeepgramCodec:
     async def text(self, raw: str) -> None:
         self.number += 1
         try:
-            control = json.loads(raw, object_pairs_hook=unique_keys)
-        except (ValueError, RecursionError):
-            raise SocketCloseError(
-                CLOSE_INVALID, f"frame {self.number}: not a JSON control message"
-            ) from None
-        kind = control.get("type") if isinstance(control, dict) else None
-        if kind == "KeepAlive":
+            control = parse_control(raw)
+        except InputError as e:
+            raise SocketCloseError(CLOSE_INVALID, f"frame {self.number}: {e}") from None
+        if control.type == "KeepAlive":
             return
-        if kind == "Configure":  # keyterms mid-stream: heard's recognizer takes none
+        if control.type == "Configure":  # keyterms mid-stream: heard's recognizer takes none
             self.session.send({"type": "ConfigureFailure", "request_id": self.request_id,
                                "code": "CONFIGURE_KEYTERMS_NOT_SUPPORTED",
                                "description": "heard's recognizer takes no keyterms"})  # fmt: skip
             return
-        if kind == "Finalize":
-            await self._flush()
-            return
-        if kind == "CloseStream":
+        if control.type == "CloseStream":
             if self.incoming is not None:  # a resampler's or a container's last samples
                 try:
                     self._hand_on(await asyncio.to_thread(self.incoming.finish))
@@ -275,11 +272,7 @@ class DeepgramCodec:
             await self._flush()
             self.session.send(self.metadata())
             raise SocketCloseError(CLOSE_NORMAL, "")
-        shown = str(kind)[:40] if kind is not None else "no type"
-        raise SocketCloseError(
-            CLOSE_INVALID,
-            f"frame {self.number}: {shown}: KeepAlive, Finalize, CloseStream or Configure",
-        )
+        await self._flush()  # Finalize
 
     def error(self, detail: str) -> None:
         """Deepgram says nothing before a close; the close's reason carries it."""

@@ -32,7 +32,9 @@ A malformed frame closes the connection with 1007, text no store can keep (a NUL
 surrogate, a speaker over 200 characters) too, naming the field; an oversize frame (over
 64 KiB) with 1009; each is logged without the frame's text, and no other connection notices.
 The socket's rules (who, limits, the way out, the end) are the session loop's
-(``heard.server.session``); this module is the protocol's codec.
+(``heard.server.session``); its audio and its events go the live path every socket shares
+(``heard.live.path``: commits, utterances, stabilizer, captions); this module is the
+protocol's codec.
 
 No connection can starve the others. Frames are read one at a time (the next only once the
 last is handled, so what waits is bounded by the socket and uvicorn's queue of 32 frames);
@@ -52,15 +54,16 @@ its messages are too small to back up.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from fastapi import WebSocket
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.microphone import Microphone
 from heard.errors import EventLogError, InputError, SocketCloseError
+from heard.live.conversation import Conversation
+from heard.live.path import LiveOutput, LivePath
 from heard.live.prepared import PreparedContext
 from heard.live.session import live_session
 from heard.memory.evidence import Evidence
@@ -72,6 +75,7 @@ from heard.release.translation import (
     TranslationQueue,
     Translator,
 )
+from heard.server.frames import LiveEnd, read_json
 from heard.server.messages import (
     Context,
     Degraded,
@@ -80,7 +84,6 @@ from heard.server.messages import (
     Final,
     Heard,
     Hypothesis,
-    LiveMessage,
     Release,
     Translation,
 )
@@ -92,12 +95,8 @@ from heard.server.session import (
     Session,
 )
 from heard.server.state import state_of
-from heard.storable import unique_keys
-from heard.transcript.events import EventKind, TranscriptEvent, parse_event
+from heard.transcript.events import parse_event
 from heard.transcript.stabilizer import TranscriptStep
-
-if TYPE_CHECKING:
-    from heard.live.conversation import Conversation
 
 __all__ = ["LiveCodec", "is_end", "refuse"]
 
@@ -114,40 +113,17 @@ def is_end(raw: str) -> bool:
     if '"end"' not in raw:
         return False
     try:
-        message = json.loads(raw, object_pairs_hook=unique_keys)
-    except (ValueError, RecursionError):  # not an end: parsing it as an event says why
+        LiveEnd.model_validate(read_json(raw, "not JSON"))
+    except (InputError, ValueError):  # not an end: parsing it as an event says why
         return False
-    return isinstance(message, dict) and message.get("type") == "end"
+    return True
 
 
-class Releases:
-    """Caption units on their way out: held while a step is fed (they follow the hypothesis
-    that released them), sent at once when the captions' timer releases them."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.held: list[LiveMessage] | None = None
-
-    def release(self, unit: ReleaseUnit) -> None:
-        message = Release.model_validate(unit.to_dict())
-        if self.held is not None:
-            self.held.append(message)
-        else:
-            self.session.send(message)
-
-    async def feed(self, conversation: Conversation, event: TranscriptEvent) -> TranscriptStep:
-        self.held = []
-        return await conversation.feed(event)
-
-    def flush(self) -> None:
-        for message in self.held or ():
-            self.session.send(message)
-        self.held = None
-
-
-class LiveCodec:
+class LiveCodec(LiveOutput):
     """heard's live protocol: transcript events or PCM16 audio in, hypotheses, caption units,
-    contexts and finals out (the module doc)."""
+    contexts and finals out (the module doc). What the audio decodes to, and the events a
+    client sends, go through the live path's stages (``heard.live.path``); this codec writes
+    the stabilizer's steps and the released units."""
 
     protocol: str = "live"
     max_frame_bytes: int = MAX_FRAME_BYTES
@@ -162,11 +138,10 @@ class LiveCodec:
         self.mode = SELECTABLE_MODES[mode_name]
         self.speaker = session.params.get("speaker", "you")[:200] or "you"
         self.target = session.params.get("translate", "")[:10]
-        self.outgoing = Releases(session)
         self.microphone: Microphone | None = None
         self.received = 0  # audio samples
         self.number = 0
-        self.conversation: Conversation | None = None
+        self.path: LivePath | None = None
 
     async def start(self) -> None:
         s = self.session
@@ -181,19 +156,33 @@ class LiveCodec:
             translations = TranslationQueue(
                 translator, target=self.target, on_translated=self._translated
             )
-        self.conversation = live_session(
-            memory.recall,  # the user's pages and evidence, as they are when the call starts
-            conversation_id=f"live-{s.id}",
-            database=s.settings.db,
-            owner=s.user.owner,
-            lock=memory.lock,
-            release_mode=self.mode,
-            on_context=self._context,
-            on_release=self.outgoing.release,
-            translations=translations,
-            on_remembered=self._remembered,
-            language=s.settings.whisper.language or "",
-        )
+
+        def conversation(on_release: Callable[[ReleaseUnit], None]) -> Conversation:
+            return live_session(
+                memory.recall,  # the user's pages and evidence, as they are when the call starts
+                conversation_id=f"live-{s.id}",
+                database=s.settings.db,
+                owner=s.user.owner,
+                lock=memory.lock,
+                release_mode=self.mode,
+                on_context=self._context,
+                on_release=on_release,
+                translations=translations,
+                on_remembered=self._remembered,
+                language=s.settings.whisper.language or "",
+            )
+
+        self.path = LivePath(self.speaker, self, s, conversation)
+
+    def stabilized(self, step: TranscriptStep) -> None:
+        h = step.hypothesis
+        self.session.send(
+            Hypothesis(speaker=step.speaker, turn=str(step.turn_id), stable=h.stable_prefix,
+                       unstable=h.unstable_suffix, t_ms=step.t_ms)
+        )  # fmt: skip
+
+    def released(self, unit: ReleaseUnit) -> None:
+        self.session.send(Release.model_validate(unit.to_dict()))
 
     def _context(self, context: PreparedContext) -> None:
         self.session.send(Context.model_validate(context.to_dict()))
@@ -215,25 +204,6 @@ class LiveCodec:
                         translator=done.translator, error=done.error)
         )  # fmt: skip
 
-    async def _feed(self, event: TranscriptEvent) -> bool:
-        """One event into the conversation; a final only while the token is valid (False:
-        it was revoked, and the session is ending)."""
-        assert self.conversation is not None
-        if event.kind is EventKind.FINAL and not await self.session.admit_final():
-            return False
-        step = await self.outgoing.feed(self.conversation, event)
-        h = step.hypothesis
-        self.session.send(
-            Hypothesis(speaker=step.speaker, turn=str(step.turn_id), stable=h.stable_prefix,
-                       unstable=h.unstable_suffix, t_ms=step.t_ms)
-        )  # fmt: skip
-        self.outgoing.flush()
-        return True
-
-    async def _heard(self, event: TranscriptEvent) -> None:
-        if not self.session.revoked:
-            await self._feed(event)
-
     def _degraded(self, chunk_ms: int, rtf: float) -> None:
         self.session.send(Degraded(chunk_ms=chunk_ms, rtf=rtf))
 
@@ -245,29 +215,30 @@ class LiveCodec:
             )
         self.session.charge_audio(len(data))
         if self.microphone is None:
+            assert self.path is not None
             settings = self.session.settings
             recognizer = settings.recognizers(settings.whisper, None)
-            self.microphone = Microphone(self.speaker, self._heard, self._degraded, recognizer)
+            self.microphone = Microphone(self.speaker, self.path.take, self._degraded, recognizer)
         self.microphone.add(data)
         self.received += len(data) // 2
         self.session.send(Heard(received_ms=self.received * 1000 // SAMPLE_RATE))
 
     async def text(self, raw: str) -> None:
         self.number += 1
-        assert self.conversation is not None
+        assert self.path is not None
         if is_end(raw):
             # answered once everything sent before it is: the audio's last final decoded,
             # every final stored (or its error sent), every context prepared
             if self.microphone is not None:
                 await self.microphone.flush()
-            await self.conversation.join()
+            await self.path.conversation.join()
             self.session.send(End())
             return
         try:
             event = parse_event(raw, "frame", self.number)
         except EventLogError as e:
             raise SocketCloseError(CLOSE_INVALID, str(e)[:120]) from None
-        if not await self._feed(event):
+        if not await self.path.feed(event):
             raise SocketCloseError(CLOSE_POLICY, REVOKED)
 
     def error(self, detail: str) -> None:
@@ -279,6 +250,6 @@ class LiveCodec:
     async def close(self) -> None:
         if self.microphone is not None:
             await self.microphone.close()
-        if self.conversation is not None:
-            await self.conversation.join()
-            await self.conversation.settle_captions()
+        if self.path is not None:
+            await self.path.conversation.join()
+            await self.path.conversation.settle_captions()

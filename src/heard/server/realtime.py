@@ -24,7 +24,9 @@ ends the utterance, ``input_audio_buffer.speech_stopped`` and ``.committed``; th
 recognizer decodes other words. An event heard cannot take is answered with an ``error``
 event (the clients treat it as fatal, so a commit of nothing is not one: it completes an
 empty transcript). The socket's rules (limits, the way out, the end) are the session loop's
-(``heard.server.session``).
+(``heard.server.session``); the audio goes the live path every socket shares
+(``heard.live.path``); this module is the protocol's codec: its events are parsed by the
+models of ``heard.server.frames``, and its items made from the path's decode steps.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import json
 import logging
 import uuid
 from dataclasses import replace
@@ -44,13 +45,23 @@ from fastapi.responses import JSONResponse
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.incoming import IncomingAudio
 from heard.asr.microphone import Microphone
-from heard.asr.streaming import Decoded, StreamOptions
+from heard.asr.streaming import StreamOptions
 from heard.asr.whisper import WhisperOptions, load_model
-from heard.errors import AudioError, HeardError, SocketCloseError
+from heard.errors import AudioError, HeardError, InputError, SocketCloseError
+from heard.live.path import LiveOutput, LivePath
+from heard.server.frames import (
+    APPEND,
+    SESSION_UPDATES,
+    Append,
+    Malformed,
+    SessionConfig,
+    SessionUpdate,
+    parse_event,
+)
 from heard.server.listen_options import DECODE_SILENCE_MS
 from heard.server.session import CLOSE_INVALID, Session
-from heard.storable import unique_keys
 from heard.transcript.events import EventKind
+from heard.transcript.utterances import Decoded
 
 __all__ = ["RealtimeCodec", "refuse"]
 
@@ -85,8 +96,9 @@ class _Item:
         self.started = False
 
 
-class RealtimeCodec:
-    """OpenAI's Realtime transcription protocol on the session loop (the module doc)."""
+class RealtimeCodec(LiveOutput):
+    """OpenAI's Realtime transcription protocol on the session loop (the module doc): its
+    deltas and items come from the live path's decode steps (the commits stage)."""
 
     protocol: str = "realtime"
     max_frame_bytes: int = MAX_FRAME_BYTES
@@ -134,24 +146,29 @@ class RealtimeCodec:
 
     async def text(self, raw: str) -> None:
         try:
-            event = json.loads(raw, object_pairs_hook=unique_keys)
-        except (ValueError, RecursionError):
-            raise SocketCloseError(CLOSE_INVALID, "not a JSON event") from None
-        kind = event.get("type") if isinstance(event, dict) else None
-        if kind in ("session.update", "transcription_session.update"):
-            try:
-                await self._update(event.get("session"), beta=kind.startswith("transcription_"))
-            except (TypeError, ValueError, AttributeError, OverflowError):
-                self.error(f"{kind}: a session as OpenAI's Realtime API describes it (audio."
-                           "input.format, transcription, turn_detection)",
-                           code="invalid_session")  # fmt: skip
-        elif kind == "input_audio_buffer.append":
-            self._append(event.get("audio"))
-        elif kind == "input_audio_buffer.commit":
+            event = parse_event(raw)
+        except InputError as e:
+            raise SocketCloseError(CLOSE_INVALID, str(e)) from None
+        if isinstance(event, Malformed):
+            self._refuse(event.kind)
+        elif isinstance(event, SessionUpdate):
+            await self._update(event.session or SessionConfig(), event.type)
+        elif isinstance(event, Append):
+            self._append(event.audio)
+        elif event.type == "input_audio_buffer.commit":
             await self._commit()
-        elif kind == "input_audio_buffer.clear":
+        else:
             await self._restart()
             self._send("input_audio_buffer.cleared")
+
+    def _refuse(self, kind: object) -> None:
+        """An event heard does not take gets an error event; the session goes on."""
+        if kind in SESSION_UPDATES:
+            self.error(f"{kind}: a session as OpenAI's Realtime API describes it (audio."
+                       "input.format, transcription, turn_detection)",
+                       code="invalid_session")  # fmt: skip
+        elif kind == APPEND:
+            self._append(None)
         else:
             shown = str(kind)[:60] if kind is not None else "an event with no type"
             self.error(f"{shown} is not taken here: session.update, input_audio_buffer.append, "
@@ -173,20 +190,16 @@ class RealtimeCodec:
         if self.microphone is not None:
             await self.microphone.close()
 
-    async def _update(self, asked: Any, *, beta: bool) -> None:
+    async def _update(self, asked: SessionConfig, kind: str) -> None:
+        beta = kind.startswith("transcription_")
         self.beta = self.beta or beta
-        asked = asked if isinstance(asked, dict) else {}
-        audio_in = (asked.get("audio") or {}).get("input") or {}
-        transcription = audio_in.get("transcription") or asked.get(
-            "input_audio_transcription") or {}  # fmt: skip
-        audio_format = audio_in.get("format") or asked.get("input_audio_format")
-        if isinstance(audio_format, dict):
-            audio_format = audio_format.get("type")
+        transcription = asked.transcription
+        audio_format = asked.format
         if audio_format is not None and audio_format not in FORMATS:
             self.error(f"audio format {str(audio_format)[:40]!r}: audio/pcm (24 kHz), "
                        "audio/pcmu or audio/pcma", code="invalid_format")  # fmt: skip
             return
-        language = str(transcription.get("language") or self.language)
+        language = transcription.language or self.language
         try:
             await asyncio.to_thread(
                 lambda: load_model(self.whisper).language(language.split("-")[0] or None)
@@ -194,16 +207,13 @@ class RealtimeCodec:
         except HeardError as e:
             self.error(str(e), code="unsupported_language")
             return
-        turns = audio_in["turn_detection"] if "turn_detection" in audio_in else asked.get(
-            "turn_detection", self.turn_detection)  # fmt: skip
-        if turns is not None:
-            silence = dict(turns).get("silence_duration_ms", DECODE_SILENCE_MS)
-            if not isinstance(silence, int | float) or not 0 <= silence <= 60_000:
-                raise ValueError("silence_duration_ms: 0 to 60000")
-        self.turn_detection = None if turns is None else {**SERVER_VAD, **turns}
+        asked_turns, turns = asked.turns()
+        if asked_turns:
+            self.turn_detection = None if turns is None else {
+                **SERVER_VAD, **turns.model_dump(exclude_unset=True)}  # fmt: skip
         self.format = audio_format or self.format
         self.language = language.split("-")[0]
-        self.model = str(transcription.get("model") or self.model)[:80]
+        self.model = (transcription.model or self.model)[:80]
         if self.received == 0:
             await self._restart()  # not a word yet: start with what was asked
         name = "transcription_session.updated" if beta else "session.updated"
@@ -218,7 +228,7 @@ class RealtimeCodec:
         """A new microphone (what the old one had not decoded is dropped)."""
         if self.microphone is not None:
             old, self.microphone = self.microphone, None
-            old.on_decoded = None
+            old.output = None
             await old.close()
         self.incoming = None
         self.item = _Item(self.item.id if self.item.words else self.item.previous, self.received)
@@ -228,14 +238,15 @@ class RealtimeCodec:
         self.incoming = IncomingAudio(encoding, rate)
         whisper = replace(self.whisper, language=self.language or None)
         recognizer = self.session.settings.recognizers(whisper, self._stream())
-        microphone = Microphone(self.session.user.name, None, lambda chunk_ms, rtf: None,
-                                recognizer, on_decoded=self._decoded)  # fmt: skip
+        speaker = self.session.user.name
+        path = LivePath(speaker, self, self.session)
+        microphone = Microphone(speaker, path.take, lambda chunk_ms, rtf: None, recognizer)
         self.microphone = microphone
         return microphone
 
-    def _append(self, audio: Any) -> None:
+    def _append(self, audio: str | None) -> None:
         try:
-            data = base64.b64decode(audio, validate=True) if isinstance(audio, str) else None
+            data = base64.b64decode(audio, validate=True) if audio is not None else None
         except (binascii.Error, ValueError):
             data = None
         if data is None:
@@ -252,7 +263,7 @@ class RealtimeCodec:
         self.received += len(pcm) // 2
         microphone.add(pcm)
 
-    async def _decoded(self, d: Decoded) -> None:
+    async def decoded(self, d: Decoded) -> None:
         item = self.item
         if d.text and not item.started:
             item.started = True
@@ -260,8 +271,6 @@ class RealtimeCodec:
                        audio_start_ms=round(d.start_s * 1000))  # fmt: skip
         if d.kind is not EventKind.FINAL:
             return
-        if not await self.session.admit_final():
-            return  # revoked: the session closes with 1008
         if d.text:
             words = d.text.split()
             delta = (" " if item.words else "") + d.text
