@@ -323,23 +323,12 @@ router.add_api_route(  # what a player asks before it fetches (no body: FileResp
 )
 
 
-def _progress_out(progress: MeetingProgress) -> ProgressOut:
-    tracks = [
-        TrackProgressOut(
-            participant=t.participant,
-            status=t.status,
-            fraction=t.fraction,
-            error=without_paths(t.error, t.location),
-        )
-        for t in progress.tracks
-    ]
-    return ProgressOut(
-        status=progress.status,
-        fraction=progress.fraction,
-        finished=progress.finished,
-        phrases=progress.phrases,
-        tracks=tracks,
-    )
+def _progress_out(p: MeetingProgress) -> ProgressOut:
+    tracks = [TrackProgressOut(participant=t.participant, status=t.status, fraction=t.fraction,
+                               error=without_paths(t.error, t.location))
+              for t in p.tracks]  # fmt: skip
+    return ProgressOut(status=p.status, fraction=p.fraction, finished=p.finished,
+                       phrases=p.phrases, tracks=tracks)  # fmt: skip
 
 
 PROGRESS_EVERY_S = 0.5
