@@ -74,7 +74,7 @@ def test_files_that_lie_about_their_length_are_refused_before_any_decoding(
     )
     assert opus.status_code == 400, opus.text
     assert "its header says 5.01 s of audio but its packets hold" in opus.text
-    assert listen.status_code == 400, listen.text  # Deepgram's answer to what it cannot take
+    assert listen.status_code == 413, listen.text  # past the longest track: 413 (issue 57)
     assert "over 2 min of audio" in listen.json()["err_msg"]
     assert track.status_code == 422, track.text
     assert "header says" in track.json()["detail"]
