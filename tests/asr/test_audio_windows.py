@@ -23,7 +23,7 @@ from tests.conftest import AUDIO
 
 def write_wav(path: Path, samples: np.ndarray) -> Path:
     with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
+        w.setnchannels(1 if samples.ndim == 1 else samples.shape[1])  # columns: channels
         w.setsampwidth(2)
         w.setframerate(SAMPLE_RATE)
         w.writeframes(samples.astype(np.int16).tobytes())
@@ -63,6 +63,26 @@ def test_one_channel_of_a_stereo_file_in_windows_is_that_channel() -> None:
         assert len(windows) >= 2
         joined = np.concatenate([w.samples for w in windows])
         assert np.array_equal(joined, load_audio(stereo, channel))
+
+
+def test_any_channel_of_a_file_of_several_is_that_channel_alone(tmp_path: Path) -> None:
+    """Issue 57: a channel past the second was refused ("channel must be 0 (left) or 1
+    (right)"), and a file of more channels was mixed into a stereo pair before one was
+    picked. Each channel now comes out as it is, and one the file lacks is named."""
+    t = np.arange(SAMPLE_RATE) / SAMPLE_RATE
+    channels = np.stack([np.sin(2 * np.pi * hz * t) * 8000 for hz in (200, 300, 500, 700, 1100)],
+                        axis=1).astype(np.int16)  # fmt: skip
+    path = write_wav(tmp_path / "five.wav", channels)
+    for channel in range(5):
+        assert np.array_equal(load_audio(path, channel), channels[:, channel] / 32768.0)
+    with pytest.raises(AudioError, match="no channel 5: the file has 5 channels, 0 to 4"):
+        load_audio(path, 5)
+    with pytest.raises(AudioError, match="channel -1: channels are numbered from 0"):
+        load_audio(path, -1)
+    mono = write_wav(tmp_path / "mono.wav", channels[:, 0])
+    assert np.array_equal(load_audio(mono, 0), load_audio(mono))
+    with pytest.raises(AudioError, match="no channel 1: the file has 1 channel, 0"):
+        load_audio(mono, 1)
 
 
 def understated_flac(tmp_path: Path, seconds: int, claimed_s: int) -> Path:

@@ -13,6 +13,7 @@ import time
 import wave
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import av
@@ -23,16 +24,20 @@ from fastapi.testclient import TestClient
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from heard.asr.audio import load_audio
+from heard.asr.incoming import is_container, mulaw_to_pcm16
 from heard.asr.microphone import RecognizerFactory
 from heard.asr.streaming import StreamOptions
 from heard.asr.whisper import WhisperOptions
-from heard.errors import BusyError
+from heard.errors import BusyError, SocketCloseError
 from heard.server.app import ServerSettings, create_app
-from heard.server.quotas import FairQueue
+from heard.server.listen import DeepgramCodec
+from heard.server.quotas import FairQueue, Quota
+from heard.server.session import CLOSE_POLICY, Session
 from heard.server.state import state_of
 from heard.speech import Segment, Transcription, Word
 from heard.store.database import Database
-from heard.store.users import add_user
+from heard.store.users import LOCAL_USER, add_user
 from heard.testing import FakeTranscriber, ScriptedRecognizer
 from tests.server.threaded import serving
 
@@ -423,3 +428,202 @@ def test_the_queue_serves_the_user_served_longest_ago_first() -> None:
     for thread in [first, *waiting]:
         thread.join(5)
     assert order == ["a", "b", "a", "a"]
+
+
+class Clock:
+    """The token's quota clock, moved by the test: no test waits on real time."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def listening(channels: int, quota: Quota) -> DeepgramCodec:
+    """A ``/v1/listen`` codec on a session of its own (no socket): linear16 at 16 kHz with
+    ``channels`` interleaved, the token's quota ``quota``."""
+    websocket = SimpleNamespace(query_params={"encoding": "linear16", "sample_rate": "16000",
+                                              "channels": str(channels)})  # fmt: skip
+    settings = SimpleNamespace(whisper=WhisperOptions(), recognizers=scripted)
+    session = Session(websocket, LOCAL_USER, "", settings, quota)  # type: ignore[arg-type]
+    return DeepgramCodec(session)
+
+
+async def stream_for(codec: DeepgramCodec, clock: Clock, seconds: float, pace: float) -> None:
+    """``seconds`` of the codec's channels in 100 ms frames, the clock moving ``pace`` times
+    slower than the audio (1: real time)."""
+    frame = np.repeat(tone(0.1), codec.options.channels).astype("<i2").tobytes()
+    try:
+        for _ in range(round(seconds * 10)):
+            clock.now += 0.1 / pace
+            await codec.audio(frame)
+    finally:
+        await codec.close()
+
+
+@pytest.mark.parametrize("channels", [1, 2, 4, 8])
+async def test_a_stream_of_up_to_8_channels_at_real_time_is_never_closed_for_rate(
+    channels: int,
+) -> None:
+    """Issue 57: every channel's bytes counted against the token's audio limit, so 4 channels
+    at real time were closed with 1008 after 6 s and 8 after 2.4 s; the docs promise 8."""
+    clock = Clock()
+    await stream_for(listening(channels, Quota(clock)), clock, seconds=60, pace=1)
+
+
+@pytest.mark.parametrize("channels", [1, 8])
+async def test_a_stream_faster_than_the_limit_is_closed_whatever_its_channels(
+    channels: int,
+) -> None:
+    clock = Clock()
+    with pytest.raises(SocketCloseError) as closed:
+        await stream_for(listening(channels, Quota(clock)), clock, seconds=60, pace=3)
+    assert closed.value.code == CLOSE_POLICY
+    assert "rate limit" in closed.value.reason
+
+
+class ToneTranscriber(FakeTranscriber):
+    """Says which tone it hears (the loudest frequency, in Hz) in the channel it is given,
+    decoded by heard's own ``load_audio``, as the real recognizer decodes it."""
+
+    def transcribe(
+        self, audio: Any, *, channel: int | None = None, **options: Any
+    ) -> Transcription:
+        samples = load_audio(audio, channel)
+        hz = round(np.argmax(np.abs(np.fft.rfft(samples))) * 16_000 / len(samples))
+        return Transcription((Segment(0.0, 1.0, f"{hz} hz"),), "en")
+
+
+def test_deepgram_prerecorded_multichannel_transcribes_every_channel(tmp_path: Path) -> None:
+    """Issue 57: a 4-channel file with ``multichannel=true`` was a 400 ("channel must be 0
+    (left) or 1 (right)"). Each channel is now transcribed from that channel alone."""
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=ToneTranscriber({})))
+    _, ana = add_user(db, "ana")
+    hz = [200, 300, 500, 700]
+    t = np.arange(16_000) / 16_000
+    four = np.stack([np.sin(2 * np.pi * f * t) * 8000 for f in hz], axis=1).astype("<i2")
+    wav = io.BytesIO()
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(4)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(four.tobytes())
+    with TestClient(app) as client:
+        answer = client.post("/v1/listen?multichannel=true", content=wav.getvalue(),
+                             headers={"Authorization": f"Token {ana}"})  # fmt: skip
+    db.dispose()
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    heard = [c["alternatives"][0]["transcript"] for c in body["results"]["channels"]]
+    assert heard == [f"{f} hz" for f in hz]
+    assert body["metadata"]["channels"] == 4
+
+
+class Recording(ScriptedRecognizer):
+    """A scripted recognizer that keeps the audio it is given (16 kHz floats)."""
+
+    def __init__(self, kept: list[np.ndarray]) -> None:
+        super().__init__(SAID)
+        self.kept = kept
+
+    def push(self, samples: Any) -> list[Any]:
+        self.kept.append(np.asarray(samples))
+        return super().push(samples)
+
+
+def to_mulaw(samples: np.ndarray) -> np.ndarray:
+    """PCM16 as G.711 mu-law codes (the code whose sound is nearest each sample)."""
+    sounds = mulaw_to_pcm16(bytes(range(256))).astype(np.int32)
+    nearest = np.abs(samples.astype(np.int32)[:, None] - sounds[None, :]).argmin(axis=1)
+    codes: np.ndarray = nearest.astype(np.uint8)
+    return codes
+
+
+def test_realtime_format_changed_mid_item_reads_the_audio_after_it_so(tmp_path: Path) -> None:
+    """Issue 57: ``session.update`` to ``audio/pcmu`` after audio had started answered
+    ``session.updated`` with pcmu and went on reading PCM16 (a garbage transcript). The audio
+    appended after the update is now read as mu-law: the recognizer hears the same tone, as
+    long as it was sent, after the switch as before it."""
+    kept: list[np.ndarray] = []
+
+    def recording(whisper: WhisperOptions, stream: StreamOptions | None) -> RecognizerFactory:
+        return lambda speaker: Recording(kept)
+
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    app = create_app(ServerSettings(db, tmp_path / "uploads", recognizers=recording))
+    _, ana = add_user(db, "ana")
+    pcm = {"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
+        "format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": None}}}}  # fmt: skip
+    pcmu = {"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
+        "format": {"type": "audio/pcmu"}}}}}  # fmt: skip
+    events = [pcm, *appends(tone(1.0, 24_000)), pcmu, *appends(to_mulaw(tone(1.0, 8000)), 8000),
+              {"type": "input_audio_buffer.commit"}]  # fmt: skip
+    try:
+        with serving(app) as host:
+            got = realtime(
+                host, ana, events, "conversation.item.input_audio_transcription.completed"
+            )
+    finally:
+        db.dispose()
+    updated = [m for m in got if m["type"] == "session.updated"]
+    assert updated[-1]["session"]["audio"]["input"]["format"]["type"] == "audio/pcmu"
+    assert got[-1]["usage"]["seconds"] == pytest.approx(2.0, abs=0.02)
+    heard = np.concatenate(kept)
+    after = heard[-8000:]  # the last half second: mu-law only
+    assert np.argmax(np.abs(np.fft.rfft(after))) * 16_000 / len(after) == pytest.approx(220, abs=4)
+    rms = float(np.sqrt(np.mean(after**2)))
+    assert rms == pytest.approx(8000 / np.sqrt(2) / 32768, rel=0.05)
+
+
+def untagged_mp3(samples: np.ndarray, rate: int = 16_000) -> bytes:
+    """``samples`` as MP3 frames with no ID3 tag before them (as a phone or an encoder piping
+    LAME's output sends them): the stream starts with a frame sync, 0xFF 0xF3 here."""
+    out = io.BytesIO()
+    with av.open(out, "w", format="mp3", options={"id3v2_version": "0"}) as container:
+        stream = container.add_stream("libmp3lame", rate=rate)
+        stream.layout = "mono"
+        for i in range(0, len(samples), 1152):
+            frame = av.AudioFrame.from_ndarray(samples[i : i + 1152].reshape(1, -1),
+                                               format="s16", layout="mono")  # fmt: skip
+            frame.sample_rate = rate
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    data = out.getvalue()
+    assert data[0] == 0xFF
+    assert (data[1] & 0xE0) == 0xE0
+    assert not data.startswith(b"ID3")
+    return data
+
+
+def test_an_mp3_stream_without_an_id3_tag_is_decoded_as_mp3(server: tuple[str, str, str]) -> None:
+    """Issue 57: with no encoding given, MP3 frames with no ID3 tag first were read as raw
+    PCM16 (a fifth of a second of noise for 2 s of speech). Declared linear16 is never
+    sniffed: the same bytes sent as ``encoding=linear16`` are PCM, as the client says."""
+    host, ana, _ = server
+    data = untagged_mp3(tone(2.0))
+    got = listen(host, ana, "model=nova-3", [data[i : i + 1024] for i in range(0, len(data), 1024)])
+    assert finals(got) == "we ship friday."
+    assert got[-1]["duration"] == pytest.approx(2.0, abs=0.05)
+    raw = listen(host, ana, "encoding=linear16&sample_rate=16000", [data])
+    assert raw[-1]["duration"] == pytest.approx(len(data) / 32_000, abs=0.001)
+
+
+def test_pcm_that_starts_like_an_mp3_frame_is_still_pcm() -> None:
+    """A frame sync alone does not make MP3: raw PCM16 may start with 0xFF 0xFB (a sample of
+    -1025) and even a whole valid header; MP3 has the next header where the frame ends."""
+    mp3 = untagged_mp3(tone(2.0))
+    rng = np.random.default_rng(7)
+    speech = (rng.normal(0, 3000, 16_000)).astype("<i2").tobytes()
+    one_header = mp3[:4] + speech  # a valid header, then no second one where it says
+    assert is_container(mp3)
+    assert is_container(mp3[:100])  # a first piece shorter than the first frame
+    assert is_container(b"ID3\x04" + mp3)
+    assert is_container(ogg_opus(tone(0.5)))
+    assert not is_container(b"\xff\xfb" + speech)
+    assert not is_container(one_header)
+    assert not is_container(b"\xff\xff\xff\xff" + speech)  # -1, -1: no valid header
+    assert not is_container(speech)

@@ -4,8 +4,9 @@
 without decoding them, so that a file whose header lies about its length (or gives none) is
 refused in a second, before any decoding work or storage. ``audio_windows`` decodes a file a
 window at a time (so a track of hours never sits in memory whole), ``load_audio`` whole;
-either optionally one channel of a stereo file. Both still stop with an ``AudioError`` naming
-the limit once more than ``max_s`` seconds come out, for packets that carry no length.
+either optionally one of the file's channels (any: a Deepgram ``multichannel`` file may have
+eight). Both still stop with an ``AudioError`` naming the limit once more than ``max_s``
+seconds come out, for packets that carry no length.
 """
 
 from __future__ import annotations
@@ -235,8 +236,8 @@ class Window:
 def load_audio(
     path: str | Path, channel: int | None = None, *, max_s: float = math.inf
 ) -> npt.NDArray[np.float32]:
-    """Decode ``path`` whole to 16 kHz float32 mono; ``channel`` 0 or 1 picks one of a
-    stereo pair."""
+    """Decode ``path`` whole to 16 kHz float32 mono; ``channel`` picks one of the file's
+    channels (``audio_windows``)."""
     import numpy as np
 
     windows = audio_windows(path, channel, window_s=math.inf, max_s=max_s)
@@ -251,12 +252,14 @@ def audio_windows(
     max_s: float = MAX_TRACK_S,
 ) -> Iterator[Window]:
     """Decode ``path`` to 16 kHz float32 mono, ``window_s`` seconds (default WINDOW_S; up to
-    CUT_SEARCH_S fewer, cut where it is quietest) at a time; ``channel`` 0 or 1 picks one of
-    a stereo pair. Packets that do not decode are skipped, as FFmpeg does."""
+    CUT_SEARCH_S fewer, cut where it is quietest) at a time; ``channel`` picks one of the
+    file's channels as it has them (0 the first: the left of a stereo pair), never a mix; one
+    the file lacks is an ``AudioError`` naming it. Packets that do not decode are skipped, as
+    FFmpeg does."""
     p = Path(path)
     _check_file(p)
-    if channel not in (None, 0, 1):
-        raise AudioError(f"{p}: channel must be 0 (left) or 1 (right), got {channel}")
+    if channel is not None and channel < 0:
+        raise AudioError(f"{p}: channel {channel}: channels are numbered from 0")
     try:
         import av
         import numpy as np
@@ -276,8 +279,8 @@ def audio_windows(
         with open_input(str(p)) as container:
             if not container.streams.audio:
                 raise AudioError(f"{p}: no audio stream, expected an audio file")
-            for chunk in _decoded(av, container, stereo=channel is not None):
-                samples = chunk.reshape(-1, 2)[:, channel] if channel is not None else chunk
+            for chunk in _decoded(av, container, every_channel=channel is not None):
+                samples = _one_channel(p, chunk, channel) if channel is not None else chunk
                 held.append(samples)
                 held_n += len(samples)
                 if start + held_n > most:
@@ -301,12 +304,13 @@ def audio_windows(
         raise AudioError(f"{p}: no audio samples")
 
 
-def _decoded(av: Any, container: Any, *, stereo: bool) -> Iterator[np.ndarray]:
-    """The first audio stream as 16 kHz int16 arrays (interleaved pairs when ``stereo``)."""
+def _decoded(av: Any, container: Any, *, every_channel: bool) -> Iterator[np.ndarray]:
+    """The first audio stream as 16 kHz int16 arrays: mixed down to mono, or with
+    ``every_channel`` one column per channel, at the stream's own layout (a layout named here,
+    such as stereo, would mix a file of more channels into it)."""
     stream = container.streams.audio[0]
-    resampler = av.AudioResampler(
-        format="s16", layout="stereo" if stereo else "mono", rate=SAMPLE_RATE
-    )
+    layout = None if every_channel else "mono"
+    resampler = av.AudioResampler(format="s16", layout=layout, rate=SAMPLE_RATE)
     for packet in container.demux(stream):
         try:
             frames = packet.decode()
@@ -314,9 +318,25 @@ def _decoded(av: Any, container: Any, *, stereo: bool) -> Iterator[np.ndarray]:
             continue
         for frame in frames:
             for out in resampler.resample(frame):
-                yield out.to_ndarray().reshape(-1)
+                yield _samples(out, every_channel)
     for out in resampler.resample(None):
-        yield out.to_ndarray().reshape(-1)
+        yield _samples(out, every_channel)
+
+
+def _samples(frame: Any, every_channel: bool) -> np.ndarray:
+    """A resampled frame's interleaved samples, one column per channel if ``every_channel``."""
+    samples: np.ndarray = frame.to_ndarray().reshape(-1)
+    return samples.reshape(-1, len(frame.layout.channels)) if every_channel else samples
+
+
+def _one_channel(path: Path, chunk: np.ndarray, channel: int) -> np.ndarray:
+    """Column ``channel`` of a decoded chunk (``AudioError`` when the file has no such one)."""
+    channels = chunk.shape[1]
+    if channel >= channels:
+        has = f"{channels} channels, 0 to {channels - 1}" if channels > 1 else "1 channel, 0"
+        raise AudioError(f"{path}: no channel {channel}: the file has {has}")
+    column: np.ndarray = chunk[:, channel]
+    return column
 
 
 def _quiet_cut(samples: np.ndarray, lo: int, hi: int) -> int:

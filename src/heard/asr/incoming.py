@@ -13,6 +13,8 @@ gives back each channel's audio so far; ``finish`` gives the rest. Encodings:
 
 A frame that cannot be what the encoding says (an odd byte count of PCM16, a torn sample
 across channels) raises ``AudioError`` naming it; so does a container FFmpeg cannot read.
+``is_container`` tells a container from raw PCM by a stream's first bytes, for a client that
+names no encoding.
 """
 
 from __future__ import annotations
@@ -29,10 +31,58 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ENCODINGS", "IncomingAudio", "alaw_to_pcm16", "mulaw_to_pcm16"]
+__all__ = [
+    "CONTAINER_MAGIC",
+    "ENCODINGS",
+    "IncomingAudio",
+    "alaw_to_pcm16",
+    "is_container",
+    "mulaw_to_pcm16",
+]
 
 ENCODINGS = ("linear16", "mulaw", "alaw", "container")
 SAMPLE_BYTES = {"linear16": 2, "mulaw": 1, "alaw": 1}
+CONTAINER_MAGIC = (b"OggS", b"\x1aE\xdf\xa3", b"RIFF", b"fLaC", b"ID3")
+"""How the containers a client sends start: Ogg, WebM/Matroska, WAV, FLAC, an ID3 tag (MP3)."""
+_MP3_KBPS = {
+    True: (0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320),  # MPEG-1
+    False: (0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160),  # MPEG-2 and 2.5
+}
+_MP3_RATES = (44_100, 48_000, 32_000)
+"""MPEG-1's sample rates; MPEG-2 has half each, MPEG-2.5 a quarter."""
+
+
+def is_container(first: bytes) -> bool:
+    """Whether a stream whose first bytes are ``first`` is a container (``CONTAINER_MAGIC``)
+    or MP3 frames with no ID3 tag before them, rather than raw PCM. Such MP3 starts with a
+    frame sync (0xFF, then three more bits set) that PCM16 may start with too, so it takes a
+    whole valid layer III frame header and, where ``first`` reaches that far, a second one
+    of the same stream just where the first frame ends."""
+    if first.startswith(CONTAINER_MAGIC):
+        return True
+    length = _mp3_frame_length(first[:4])
+    if length is None:
+        return False
+    second = first[length : length + 4]
+    if len(second) < 4:
+        return True  # the first frame is all there is yet
+    same_stream = second[1] == first[1] and (second[2] & 0x0C) == (first[2] & 0x0C)
+    return same_stream and _mp3_frame_length(second) is not None
+
+
+def _mp3_frame_length(header: bytes) -> int | None:
+    """The bytes of the MPEG audio layer III frame that starts with ``header`` (4 bytes), or
+    None when it is no such frame's header (no sync, a reserved value, a free bitrate)."""
+    if len(header) < 4 or header[0] != 0xFF or (header[1] & 0xE0) != 0xE0:
+        return None
+    version, layer = (header[1] >> 3) & 3, (header[1] >> 1) & 3  # 3 MPEG-1, 2 MPEG-2, 0 2.5
+    bitrate, rate = header[2] >> 4, (header[2] >> 2) & 3
+    if version == 1 or layer != 1 or bitrate in (0, 15) or rate == 3:
+        return None
+    mpeg1 = version == 3
+    hz = _MP3_RATES[rate] >> {3: 0, 2: 1, 0: 2}[version]
+    padding = (header[2] >> 1) & 1
+    return (144 if mpeg1 else 72) * _MP3_KBPS[mpeg1][bitrate] * 1000 // hz + padding
 
 
 def _g711_table(alaw: bool) -> npt.NDArray[np.int16]:

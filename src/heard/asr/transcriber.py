@@ -33,7 +33,7 @@ class Transcriber(Protocol):
         language: str | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Transcription:
-        """Transcribe a file (optionally one channel of a stereo file) or 16 kHz mono samples.
+        """Transcribe a file (optionally one of its channels) or 16 kHz mono samples.
 
         ``language`` is the speaker's (an ISO 639-1 code), None to let the recognizer decide;
         ``on_progress(done_s, total_s)`` is called as audio is consumed.

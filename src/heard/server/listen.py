@@ -25,9 +25,9 @@ each final, and closes it with 1008.
 
 Query parameters taken: ``encoding`` (``linear16``, ``mulaw`` and ``alaw`` at any
 ``sample_rate``; ``opus``, ``ogg-opus``, ``webm``, ``flac``... in a container, or none given and
-the first bytes a container; ``heard.asr.incoming``), ``channels`` (up to 8, each its own
-stream, its ``Results`` marked by ``channel_index``; ``multichannel`` taken either way),
-``language`` (as the server's model knows it; ``en-US`` is ``en``),
+the first bytes a container's or MP3 frames'; ``heard.asr.incoming``), ``channels`` (up to 8,
+each its own stream, its ``Results`` marked by ``channel_index``; ``multichannel`` taken either
+way), ``language`` (as the server's model knows it; ``en-US`` is ``en``),
 ``model`` (any name: the server's recognizer answers, and ``Metadata`` says which),
 ``interim_results``, ``punctuate`` (false, Deepgram's default: no punctuation and lower case),
 ``endpointing``, ``utterance_end_ms``, ``vad_events``; ``smart_format``, ``numerals``,
@@ -55,7 +55,7 @@ from fastapi import WebSocket
 from fastapi.responses import JSONResponse
 
 from heard.asr.audio import SAMPLE_RATE
-from heard.asr.incoming import IncomingAudio
+from heard.asr.incoming import IncomingAudio, is_container
 from heard.asr.microphone import Microphone
 from heard.asr.streaming import Decoded, StreamOptions, strip_punctuation
 from heard.asr.whisper import load_model
@@ -82,7 +82,6 @@ however it leaves, is taken out once its microphones are closed)."""
 IDLE_S = 10.0
 """A connection that sends neither audio nor a message for this long is closed (1011,
 ``NET-0001``), as Deepgram closes it: ``KeepAlive`` is how a client holds a quiet one open."""
-CONTAINER_MAGIC = (b"OggS", b"\x1aE\xdf\xa3", b"RIFF", b"fLaC", b"ID3")
 
 
 async def refuse(websocket: WebSocket, status: int, message: str) -> None:
@@ -209,7 +208,7 @@ class DeepgramCodec:
         o = self.options
         encoding = o.encoding
         if encoding == "sniff":
-            encoding = "container" if first.startswith(CONTAINER_MAGIC) else "linear16"
+            encoding = "container" if is_container(first) else "linear16"
         stream = StreamOptions(end_silence_ms=o.endpointing_ms, word_timestamps=True,
                                strip_punctuation=not o.punctuate)  # fmt: skip
         recognizer = self.session.settings.recognizers(self.whisper, stream)
@@ -223,7 +222,11 @@ class DeepgramCodec:
         return IncomingAudio(encoding, o.sample_rate, o.channels)
 
     def _hand_on(self, pcm: list[bytes]) -> None:
-        self.session.charge_audio(sum(len(p) for p in pcm))
+        """Each channel's audio to its microphone; the stream is charged once for its seconds
+        (one channel's bytes), whatever its channels: the token's limit is on pace, so the 8
+        channels the docs promise pass at real time, and a client faster than the limit is
+        closed at any number of channels."""
+        self.session.charge_audio(max((len(p) for p in pcm), default=0))
         for microphone, channel, data in zip(self.microphones, self.channels, pcm, strict=True):
             if data:
                 microphone.add(data)

@@ -40,7 +40,9 @@ EVENTS_PER_S, EVENT_BURST = 100, 400
 a partial every 100-500 ms per speaker)."""
 AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
 """PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
-of 10 s."""
+of 10 s. A stream of several channels (``/v1/listen``'s, up to 8) is charged once for its
+seconds, not for each channel's bytes: the limit is on pace, and real time passes at any
+number of channels."""
 BARRED_S = 10.0
 """How long a token closed for going over a rate limit may open no live connection."""
 REFUSAL_DELAY_S = 1.0

@@ -9,7 +9,8 @@ server says ``session.created`` first; then the client's events:
 * ``session.update`` (or the beta ``transcription_session.update``): the session's
   ``audio.input`` (``format``: ``audio/pcm`` at 24 kHz, ``audio/pcmu`` or ``audio/pcma`` at
   8 kHz; ``transcription.language``; ``turn_detection``: ``server_vad`` or null), answered
-  ``session.updated`` with the session as heard runs it;
+  ``session.updated`` with the session as heard runs it (a new format, even mid-item, reads
+  the audio appended after it);
 * ``input_audio_buffer.append`` (``audio``: base64): the audio, decoded as it comes;
 * ``input_audio_buffer.commit``: the audio so far ends the item: its transcript is completed
   (the way with ``turn_detection`` null, Pipecat's default); ``input_audio_buffer.clear``
@@ -211,11 +212,13 @@ class RealtimeCodec(LiveOutput):
         if asked_turns:
             self.turn_detection = None if turns is None else {
                 **SERVER_VAD, **turns.model_dump(exclude_unset=True)}  # fmt: skip
-        self.format = audio_format or self.format
+        before, self.format = self.format, audio_format or self.format
         self.language = language.split("-")[0]
         self.model = (transcription.model or self.model)[:80]
         if self.received == 0:
             await self._restart()  # not a word yet: start with what was asked
+        elif self.incoming is not None and FORMATS[self.format] != FORMATS[before]:
+            self._switch_format()
         name = "transcription_session.updated" if beta else "session.updated"
         self._send(name, session=self._session())
 
@@ -244,6 +247,16 @@ class RealtimeCodec(LiveOutput):
         self.microphone = microphone
         return microphone
 
+    def _switch_format(self) -> None:
+        """Audio appended from now on is read in the session's new format (the same item and
+        recognizer go on), as ``session.updated`` says; what the old format's resampler still
+        held goes to the recognizer first."""
+        assert self.incoming is not None
+        old, self.incoming = self.incoming, IncomingAudio(*FORMATS[self.format])
+        (tail,) = old.finish()
+        if tail:
+            self._hear(tail)
+
     def _append(self, audio: str | None) -> None:
         try:
             data = base64.b64decode(audio, validate=True) if audio is not None else None
@@ -252,16 +265,22 @@ class RealtimeCodec(LiveOutput):
         if data is None:
             self.error("input_audio_buffer.append needs audio: base64 PCM", code="invalid_audio")
             return
-        microphone = self.microphone or self._start()
+        if self.microphone is None:
+            self._start()
         assert self.incoming is not None
         try:
             (pcm,) = self.incoming.feed(data)
         except AudioError as e:
             self.error(str(e), code="invalid_audio")
             return
+        self._hear(pcm)
+
+    def _hear(self, pcm: bytes) -> None:
+        """16 kHz PCM16 to the recognizer, charged against the token's audio limit."""
+        assert self.microphone is not None
         self.session.charge_audio(len(pcm))
         self.received += len(pcm) // 2
-        microphone.add(pcm)
+        self.microphone.add(pcm)
 
     async def decoded(self, d: Decoded) -> None:
         item = self.item
