@@ -45,6 +45,7 @@ __all__ = [
     "ProviderError",
     "RepeatedKeyError",
     "ServiceError",
+    "SlowBodyError",
     "SocketCloseError",
     "StoppingError",
     "StoreError",
@@ -105,6 +106,10 @@ class BusyError(InputError):
 class TooLargeError(InputError):
     """An input over a limit of size or length (a body, a track's duration); nothing of it
     was kept."""
+
+
+class SlowBodyError(InputError):
+    """A request body that stopped arriving before its end; nothing of it was kept."""
 
 
 class RepeatedKeyError(InputError, ValueError):

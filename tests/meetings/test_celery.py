@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -415,4 +416,30 @@ def test_heard_serve_with_queue_runs_uploads_on_a_worker(
         assert meeting["status"] == "complete", meeting
         assert {t["status"] for t in meeting["tracks"]} == {"done"}
         assert client.get(f"/v1/meetings/{mid}/phrases", headers=auth).json()
+    db.dispose()
+
+
+def test_a_run_a_killed_server_had_accepted_goes_to_the_workers_from_the_next_start(
+    env: dict[str, str], workers: Workers, pg_url: str, tmp_path: Path
+) -> None:
+    """Issue 57: a run waiting in a server that transcribes in-process is not lost when that
+    server is killed: the next server, started with --queue, sends it to the workers, and the
+    meeting is never left reading interrupted once they have it."""
+    from fastapi.testclient import TestClient
+
+    from heard.server.app import ServerSettings, create_app
+    from heard.store.runs import accept_run
+
+    db = Database(pg_url)
+    db.migrate()
+    meeting_id = fake_meeting(db, 1)
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])
+    killed.wait()
+    accept_run(db, meeting_id, f"{socket.gethostname()}:{killed.pid}:-")
+    workers.start()
+    with TestClient(create_app(ServerSettings(db, tmp_path / "uploads", queue=True))):
+        wait_for(all_done(db, [meeting_id]), 60, "the workers to run the lost run", workers)
+    meeting = get_meeting(db, meeting_id)
+    assert (meeting.status, meeting.run_by) == (MeetingStatus.COMPLETE, None)
+    assert stored(db, meeting_id) == expected(db, meeting_id)
     db.dispose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,3 +24,14 @@ def server(
     _, bob = add_user(db, "bob")
     with TestClient(app) as client:
         yield client, {"Authorization": f"Bearer {alice}"}, {"Authorization": f"Bearer {bob}"}
+
+
+@pytest.fixture
+def another_process() -> Iterator[int]:
+    """The pid of a live process that is not this one."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()

@@ -6,12 +6,15 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from heard.meetings import jobs
 from heard.meetings.run import run_pipeline
 from heard.server.app import ServerSettings, create_app
 from heard.speech import Segment, Transcription
@@ -20,7 +23,7 @@ from heard.store.holder import this_holder
 from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.tracks import claim_track
 from heard.store.users import add_user
-from heard.store.views import track_states
+from heard.store.views import get_meeting, track_states
 from heard.testing import FakeTranscriber
 from tests.conftest import AUDIO
 
@@ -239,6 +242,104 @@ def test_without_resume_a_crashed_meetings_tracks_take_uploads_again(
         put = client.put(f"/v1/meetings/{meeting_id}/tracks/a", content=body, headers=headers)
         assert put.status_code == 200, put.text
     assert fake.calls == []
+
+
+JFK = AUDIO / "jfk.flac"
+SAID = [Segment(0.0, 2.0, "and so my fellow americans")]
+
+FIRST_SERVER = """
+import sys, threading
+from pathlib import Path
+from fastapi.testclient import TestClient
+from heard.meetings import runner
+from heard.server.app import ServerSettings, create_app
+from heard.store.database import Database
+from heard.testing import FakeTranscriber
+
+url, uploads, meeting, token = sys.argv[1:]
+held = threading.Event()
+runner.run_pipeline = lambda *args, **kwargs: held.wait()  # the run waits its turn for good
+app = create_app(ServerSettings(Database(url), Path(uploads), transcriber=FakeTranscriber({})))
+answer = TestClient(app).post(f"/v1/meetings/{meeting}/run",
+                              headers={"Authorization": f"Bearer {token}"})
+print(answer.status_code, flush=True)
+held.wait()
+"""
+"""A server (its own process) that accepts a meeting's run, which then waits behind others."""
+
+
+@pytest.fixture
+def file_db(tmp_path: Path) -> Iterator[Database]:
+    """A SQLite store in a file, which a server of another process opens too."""
+    db = Database(f"sqlite:///{tmp_path / 'heard.db'}")
+    db.migrate()
+    yield db
+    db.dispose()
+
+
+def accepted_then_killed(db: Database, uploads: Path) -> tuple[uuid.UUID, dict[str, str]]:
+    """A meeting whose run a server answered with 202 and, while the run waited, was killed
+    (kill -9: no shutdown of any kind); the meeting and its owner's headers."""
+    user, token = add_user(db, "dora")
+    meeting_id = create_meeting(db, title="waited", tracks=[TrackSpec("a", str(JFK))],
+                                owner=user.owner)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-c", FIRST_SERVER, db.url, str(uploads), str(meeting_id), token],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        answered = server.stdout.readline().strip() if server.stdout else ""
+    finally:
+        server.kill()
+        _, errors = server.communicate()
+    assert answered == "202", errors
+    return meeting_id, {"Authorization": f"Bearer {token}"}
+
+
+def finished(client: TestClient, meeting_id: uuid.UUID, headers: dict[str, str]) -> dict[str, Any]:
+    """The meeting once it is no longer pending (or interrupted)."""
+    deadline = time.monotonic() + 60
+    while True:
+        shown: dict[str, Any] = client.get(f"/v1/meetings/{meeting_id}", headers=headers).json()
+        if shown["status"] not in ("pending", "interrupted"):
+            return shown
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.05)
+
+
+def test_a_run_accepted_before_its_server_was_killed_is_run_by_the_next_start(
+    file_db: Database, tmp_path: Path
+) -> None:
+    """Issue 57: a 202 is a promise; the run waiting in the queue of a server that is killed
+    reads interrupted, and the next server to start on the database runs it."""
+    meeting_id, headers = accepted_then_killed(file_db, tmp_path / "uploads")
+    assert jobs.view(file_db, meeting_id).status == "interrupted"  # what `heard status` says
+    fake = FakeTranscriber({str(JFK): SAID})
+    settings = ServerSettings(file_db, tmp_path / "uploads", transcriber=fake)
+    with TestClient(create_app(settings)) as client:
+        shown = finished(client, meeting_id, headers)
+    assert (shown["status"], shown["phrases"]) == ("complete", 1)
+    assert fake.calls == [str(JFK)]
+    assert get_meeting(file_db, meeting_id).run_by is None  # no run left to take back
+
+
+def test_without_resume_a_lost_run_reads_interrupted_and_runs_when_asked_again(
+    file_db: Database, tmp_path: Path
+) -> None:
+    """A server started with its resume off (or one that transcribes nothing) leaves a lost
+    run as it is: interrupted, until its owner runs the meeting again."""
+    meeting_id, headers = accepted_then_killed(file_db, tmp_path / "uploads")
+    fake = FakeTranscriber({str(JFK): SAID})
+    settings = ServerSettings(file_db, tmp_path / "uploads", transcriber=fake, resume=False)
+    with TestClient(create_app(settings)) as client:
+        shown = client.get(f"/v1/meetings/{meeting_id}", headers=headers).json()
+        listed = client.get("/v1/meetings", headers=headers).json()
+        assert (shown["status"], [m["status"] for m in listed]) == ("interrupted", ["interrupted"])
+        assert fake.calls == []
+        again = client.post(f"/v1/meetings/{meeting_id}/run", headers=headers)
+        assert again.status_code == 202, again.text
+        assert finished(client, meeting_id, headers)["status"] == "complete"
+    assert fake.calls == [str(JFK)]
 
 
 def test_a_mixed_recording_uploaded_becomes_its_speakers(  # type: ignore[no-untyped-def]

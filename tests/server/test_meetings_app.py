@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -254,3 +257,43 @@ def test_local_mode_shows_a_meeting_made_by_heard_transcribe(  # type: ignore[no
             page.screenshot(path=str(ARTIFACTS / "meetings-local.png"))
     finally:
         db.dispose()
+
+
+def test_a_meeting_whose_run_was_lost_offers_to_run_it_again(  # type: ignore[no-untyped-def]
+    browser, tmp_path: Path
+) -> None:
+    """Issue 57: a run accepted by a server that was killed before it ran reads interrupted on
+    the page, which offers to run it again, and shows the transcript once it has run."""
+    from playwright.sync_api import expect
+
+    from heard.speech import Segment
+    from heard.store.meetings import TrackSpec, create_meeting
+    from heard.store.runs import accept_run
+    from heard.store.users import authenticate
+    from heard.testing import FakeTranscriber
+
+    jfk = str(AUDIO / "jfk.flac")
+    fake = FakeTranscriber({jfk: [Segment(0.0, 2.0, "and so my fellow americans")]})
+    with served_for_a_user(tmp_path, transcriber=fake, resume=False) as (url, token, db):
+        user = authenticate(db, token)
+        assert user is not None
+        meeting_id = create_meeting(db, title="Cut short", tracks=[TrackSpec("jfk", jfk)],
+                                    owner=user.owner)  # fmt: skip
+        killed = subprocess.Popen([sys.executable, "-c", "pass"])
+        killed.wait()
+        accept_run(db, meeting_id, f"{socket.gethostname()}:{killed.pid}:-")  # a server, killed
+        page = browser.new_page()
+        page.goto(f"{url}/meetings")
+        page.fill("#token", token)
+        page.click("#load")
+        row = page.locator("#meetings tbody tr")
+        expect(row.locator(".status-interrupted")).to_have_text("interrupted")
+        row.get_by_role("button", name="Open").click()
+        expect(page.locator("#meeting-info")).to_contain_text("interrupted")
+        expect(page.locator("#timeline")).to_contain_text("Run again finishes it")
+        page.screenshot(path=str(ARTIFACTS / "meetings-interrupted.png"))
+        page.get_by_role("button", name="Run again").click()
+        expect(page.locator("#timeline")).to_contain_text("fellow americans")
+        expect(page.locator("#meeting-info")).to_contain_text("complete")
+        expect(page.locator("#run")).to_be_hidden()
+    assert fake.calls == [jfk]

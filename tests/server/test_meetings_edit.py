@@ -219,7 +219,7 @@ def test_a_stream_ends_when_its_token_is_revoked_or_nothing_moves(
 ) -> None:
     """Issue 57: a stream outlived its token's revocation by 34 s, and the stream of a meeting
     never run never ended."""
-    import heard.server.routes.meetings as routes
+    import heard.server.progress as routes
 
     monkeypatch.setattr(routes, "STILL_S", 1.5)
     monkeypatch.setattr(routes, "TOKEN_CHECK_S", 0.5)

@@ -153,17 +153,6 @@ def test_a_stop_answers_a_transcription_in_flight_with_a_503_in_time(
     assert list((tmp_path / "uploads" / spool.FOLDER).iterdir()) == []
 
 
-@pytest.fixture
-def another_process() -> Iterator[int]:
-    """The pid of a live process that is not this one."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
-
-
 def test_upload_files_of_processes_that_are_gone_are_removed_at_start(
     db: Database, tmp_path: Path, another_process: int
 ) -> None:

@@ -1,18 +1,28 @@
-"""Uploads of one track that race: the track ends up with exactly one complete upload."""
+"""Uploads of one track that race: the track ends up with exactly one complete upload; what
+is left of uploads cut short, and of those in flight when a server starts beside them."""
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from heard.errors import StoreError
+from heard.leftovers import maker_prefix
 from heard.meetings import uploads as kept_uploads
 from heard.server.app import ServerSettings, create_app
 from heard.server.routes import meetings as meetings_routes
@@ -22,6 +32,7 @@ from heard.store.tracks import claim_track
 from heard.store.users import add_user
 from heard.store.views import track_states
 from tests.conftest import AUDIO
+from tests.server.threaded import served_for_a_user
 
 
 def start(db: Database, uploads: Path) -> tuple[TestClient, dict[str, str], str]:
@@ -72,14 +83,100 @@ def test_a_track_being_transcribed_refuses_new_audio(db: Database, tmp_path: Pat
     assert [p for p in uploads.rglob("*") if p.is_file()] == [Path(track.location)]
 
 
-def test_a_crashed_upload_leaves_nothing_after_a_restart(db: Database, tmp_path: Path) -> None:
+def dead_pid() -> int:
+    """The number of a process of this host that has ended."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_restart_removes_the_partial_uploads_of_processes_that_are_gone_only(
+    db: Database, tmp_path: Path, another_process: int
+) -> None:
+    """Issue 57: a crashed upload leaves nothing after a restart, and a server starting never
+    removes an upload that a server beside it on the same folder is receiving."""
     uploads = tmp_path / "uploads"
-    _, _, mid = start(db, uploads)
-    debris = uploads / "someone" / mid / ".track.0123.part"
-    debris.parent.mkdir(parents=True)
-    debris.write_bytes(b"half an upload")
-    with TestClient(create_app(ServerSettings(db, uploads))):
-        assert not debris.exists()
+    folder = uploads / "someone" / str(uuid.uuid4())
+    folder.mkdir(parents=True)
+    host = maker_prefix().split(".")[0]
+    track, upload = uuid.uuid4(), uuid.uuid4().hex
+    names = {
+        "killed mid-upload": f".{host}.{dead_pid()}.{track}.{upload}.part",
+        "being received beside it": f".{host}.{another_process}.{track}.{upload}.part",
+        "another machine's, now": f".elsewhere.12.{track}.{upload}.part",
+        "another machine's, two days old": f".elsewhere.13.{track}.{upload}.part",
+        "a dead process's number, now another's": f".{host}.{another_process}.{track}.0.part",
+        "an older heard's, naming no process": f".{track}.{upload}.part",
+    }
+    for name in names.values():
+        (folder / name).write_bytes(b"half an upload")
+    two_days = time.time() - 2 * 86400
+    os.utime(folder / names["another machine's, two days old"], (two_days, two_days))
+    before_it_started = time.time() - 3600
+    os.utime(folder / names["a dead process's number, now another's"],
+             (before_it_started, before_it_started))  # fmt: skip
+    create_app(ServerSettings(db, uploads))
+    left = {p.name for p in folder.iterdir()}
+    assert left == {names["being received beside it"], names["another machine's, now"]}
+
+
+def test_a_server_starting_beside_one_receiving_an_upload_leaves_the_upload_whole(
+    tmp_path: Path,
+) -> None:
+    """Issue 57: two servers on one uploads folder; the second starts (in a process of its
+    own) while the first is half-way through an upload, which is then kept, not a 422."""
+    body = (AUDIO / "jfk.flac").read_bytes()
+    half_sent, go_on = threading.Event(), threading.Event()
+
+    def halves() -> Iterator[bytes]:
+        yield body[: len(body) // 2]
+        half_sent.set()
+        assert go_on.wait(60)
+        yield body[len(body) // 2 :]
+
+    with (
+        served_for_a_user(tmp_path) as (url, token, db),
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as client,
+    ):
+        created = client.post("/v1/meetings", json={"title": "two servers",
+                                                     "participants": [{"name": "a"}]})  # fmt: skip
+        mid = created.json()["id"]
+        with ThreadPoolExecutor(1) as pool:
+            reply = pool.submit(client.put, f"/v1/meetings/{mid}/tracks/a", content=halves())
+            try:
+                assert half_sent.wait(60)
+                wait_for(lambda: list((tmp_path / "uploads").rglob("*.part")), "the upload")
+                second = subprocess.run(
+                    [sys.executable, "-c", SECOND_SERVER, db.url, str(tmp_path / "uploads")],
+                    capture_output=True, text=True, timeout=120,
+                )  # fmt: skip
+            finally:
+                go_on.set()
+            assert second.returncode == 0, second.stderr
+            assert reply.result().status_code == 200, reply.result().text
+        (track,) = track_states(db, mid)
+        assert Path(track.location).read_bytes() == body
+
+
+SECOND_SERVER = """
+import sys
+from pathlib import Path
+from heard.server.app import ServerSettings, create_app
+from heard.store.database import Database
+db = Database(sys.argv[1])
+create_app(ServerSettings(db, Path(sys.argv[2])))
+db.dispose()
+"""
+"""What a second ``heard serve`` on the same database and uploads does as it starts."""
+
+
+def wait_for(condition: Callable[[], object], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
 
 
 class FullDisk:

@@ -6,8 +6,10 @@ and the server's meeting routes all go through here; ``run_pipeline`` (``pipelin
 the work and finishes an interrupted run. The store keeps what was last written
 (``transcribing``, ``pending``); a track whose process died mid-run (killed, crashed, the
 server restarted) still reads ``transcribing`` there. It is shown as ``interrupted`` when its
-holder, a process of this host, no longer runs, and so is its meeting: ``heard transcribe
---resume`` or ``POST /v1/meetings/{id}/run`` finishes it.
+holder, a process of this host, no longer runs, and so is its meeting; so is a pending
+meeting whose accepted run was lost with the server that took it (``heard.store.runs``):
+``heard transcribe --resume`` or ``POST /v1/meetings/{id}/run`` finishes it, and so does the
+next server to start, with its resume on.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from heard.store.database import Database
 from heard.store.holder import holder_is_gone
 from heard.store.meetings import TrackSpec, create_meeting, delete_meeting, rename_participant
 from heard.store.models import MeetingStatus, TrackStatus
+from heard.store.runs import lost_run_meeting_ids
 from heard.store.tracks import transcribing_meeting_ids
 from heard.store.views import MeetingSummary, TrackState, get_meeting, meeting_record, meeting_state
 from heard.timeline.formats import TranscriptDoc
@@ -56,10 +59,17 @@ def track_label(track: TrackState) -> str:
 
 
 def meeting_label(meeting: MeetingSummary, tracks: Sequence[TrackState]) -> str:
-    """``meeting``'s status, ``interrupted`` when one of its tracks is."""
-    if any(track_label(t) == INTERRUPTED for t in tracks):
+    """``meeting``'s status, ``interrupted`` when one of its tracks is, or when it is pending
+    and the process that accepted its run is gone (the run was lost with it)."""
+    if _run_lost(meeting) or any(track_label(t) == INTERRUPTED for t in tracks):
         return INTERRUPTED
     return str(meeting.status)
+
+
+def _run_lost(meeting: MeetingSummary) -> bool:
+    """Whether the pending ``meeting``'s run was accepted by a process that is gone before it
+    ran (a finished meeting shows what it has: its phrases are built)."""
+    return meeting.status is MeetingStatus.PENDING and holder_is_gone(meeting.run_by)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +118,12 @@ def recover_interrupted(
 ) -> list[uuid.UUID]:
     """Take back the tracks of processes that are gone (as ``run_pipeline`` does for one
     meeting), in every meeting: they are pending again, or failed after their last attempt,
-    and take uploads again. The meetings that had one, to resume."""
+    and take uploads again. The meetings to resume: those that had one, and those whose
+    accepted run a process that is gone never finished (``heard.store.runs``)."""
     options = options or PipelineOptions()
     now = now or datetime.now(UTC)
-    return [m for m in transcribing_meeting_ids(db) if recover_stuck(db, m, now, options)]
+    stuck = [m for m in transcribing_meeting_ids(db) if recover_stuck(db, m, now, options)]
+    return stuck + [m for m in lost_run_meeting_ids(db) if m not in stuck]
 
 
 def check_files(tracks: Sequence[TrackSpec], max_track_s: float = MAX_TRACK_S) -> None:

@@ -1,6 +1,8 @@
 """Meetings run in this process, as a long-running one (the server) runs them: on threads of
 their own, a bound on each user's waiting or running, how far each track has come, and the
-meetings a process that is gone left off taken up again.
+meetings a process that is gone left off taken up again. Each run accepted is kept in the
+store until it ends (``heard.store.runs``), so that one waiting here when the process dies is
+not lost with it.
 
 ``heard serve`` holds one ``MeetingRunner``; ``heard transcribe`` runs its one meeting in the
 foreground instead (``run_pipeline`` with progress bars).
@@ -18,10 +20,12 @@ from dataclasses import dataclass
 from heard.asr.transcriber import Transcriber
 from heard.errors import BusyError, HeardError
 from heard.meetings import jobs
-from heard.meetings.run import TrackProgress, run_pipeline
+from heard.meetings.run import PipelineOutcome, TrackProgress, run_pipeline
 from heard.meetings.steps import ClaimedTrack
 from heard.store.database import Database
+from heard.store.holder import this_holder
 from heard.store.models import MeetingStatus, TrackStatus
+from heard.store.runs import accept_run, end_run
 from heard.store.views import get_meeting
 
 __all__ = ["MeetingProgress", "MeetingRunner", "Started", "TrackFraction", "Watched"]
@@ -103,7 +107,7 @@ class MeetingRunner:
     one's requests; each user has at most ``per_user`` waiting or running (``BusyError``, a
     429, beyond). With ``queue`` they go to the Celery workers instead; with no
     ``transcriber`` runs are accepted and nothing is transcribed here. A stop gives each track
-    back."""
+    back, and each run that waited stays accepted in the store, for the next start."""
 
     def __init__(
         self,
@@ -134,11 +138,12 @@ class MeetingRunner:
 
     def start(self, owner: str, meeting_id: uuid.UUID) -> Started:
         """Transcribe the meeting soon: on the workers with ``queue`` (the broker checked
-        first), else here; nothing new if it is waiting or running here already.
-        ``NotFoundError`` when ``owner`` has no such meeting."""
+        first), else here, the run kept in the store before this returns; nothing new if it
+        is waiting or running here already. ``NotFoundError`` when ``owner`` has no such
+        meeting."""
         get_meeting(self.db, meeting_id, owner)
         if self.queue:
-            return Started(True, jobs.enqueue(self.db, meeting_id))
+            return Started(True, self._send(meeting_id))
         if self.transcriber is None:
             return Started(False)
         with self._lock:
@@ -151,6 +156,12 @@ class MeetingRunner:
                     "one when one of them is done"
                 )
             mine.add(meeting_id)
+        try:
+            accept_run(self.db, meeting_id)
+        except BaseException:
+            with self._lock:
+                mine.discard(meeting_id)
+            raise
         self._threads.submit(self._run, owner, meeting_id)
         return Started(True)
 
@@ -161,18 +172,28 @@ class MeetingRunner:
         log.warning("resuming meeting %s, which a process that is gone left off", meeting_id)
         try:
             if self.queue:
-                jobs.enqueue(self.db, meeting_id)
+                self._send(meeting_id)
             elif self.transcriber is not None:
+                accept_run(self.db, meeting_id)
                 self._threads.submit(self._run, None, meeting_id)
         except HeardError as e:
             log.error("meeting %s not resumed: %s", meeting_id, e)
 
+    def _send(self, meeting_id: uuid.UUID) -> int:
+        """Send the meeting's work to the workers; the broker keeps the run from then on, so
+        a run a process that is gone had accepted is no longer lost. The tasks sent."""
+        sent = jobs.enqueue(self.db, meeting_id)
+        end_run(self.db, meeting_id, None)
+        return sent
+
     def _run(self, owner: str | None, meeting_id: uuid.UUID) -> None:
         try:
             if self.transcriber is not None:
-                run_pipeline(meeting_id, db=self.db, transcriber=self.transcriber,
-                             stop=self.stopping, progress=self.progress)  # fmt: skip
-        except Exception:  # a bug or the database: logged; the track's claim says the rest
+                ran = run_pipeline(meeting_id, db=self.db, transcriber=self.transcriber,
+                                   stop=self.stopping, progress=self.progress)  # fmt: skip
+                if ran.outcome is not PipelineOutcome.STOPPED:  # stopped: the next start's to end
+                    end_run(self.db, meeting_id, this_holder())
+        except Exception:  # a bug or the database: logged; the next start takes the run back
             log.exception("meeting %s: the run stopped", meeting_id)
         finally:
             if owner is not None:
@@ -205,6 +226,7 @@ class MeetingRunner:
         )
 
     def close(self) -> None:
-        """No more runs: those waiting are dropped (their tracks stay pending), those running
-        are waited for; with ``stopping`` set, each gives its track back at its next segment."""
+        """No more runs: those waiting are dropped (their tracks stay pending, and the runs
+        accepted in the store: the next start takes them back), those running are waited
+        for; with ``stopping`` set, each gives its track back at its next segment."""
         self._threads.shutdown(wait=True, cancel_futures=True)

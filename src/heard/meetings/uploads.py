@@ -9,7 +9,6 @@ for a stored meeting can do the same. Errors are heard's own (``TooLargeError``:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import logging
@@ -22,9 +21,11 @@ from typing import BinaryIO
 
 from heard.asr.audio import check_duration, measure_audio
 from heard.errors import AudioError, InputError, NoRoomError, ServiceError, TooLargeError
+from heard.leftovers import maker_prefix, remove_left_behind
 from heard.limits import MAX_TRACK_S, MAX_UPLOAD_BYTES, USER_STORAGE_BYTES
 from heard.store.database import Database
 from heard.store.tracks import track_of, upload_track
+from heard.work import FairPool
 
 __all__ = ["LOCAL_FOLDER", "StorageLedger", "Uploads", "audio_type", "open_upload"]
 
@@ -101,6 +102,9 @@ class Uploads:
     root: Path
     max_track_s: float = MAX_TRACK_S
     user_bytes: int = USER_STORAGE_BYTES
+    work: FairPool = field(default_factory=lambda: FairPool(4, per_owner=1, name="heard-uploads"))
+    """Where the blocking steps run (the database, counting the audio's length), a few of
+    one user's at once: one user's dozen long uploads cannot hold every thread."""
     ledger: StorageLedger = field(init=False)
 
     def __post_init__(self) -> None:
@@ -118,10 +122,32 @@ class Uploads:
                 used += path.stat().st_size
         return used
 
-    def clear_leftovers(self) -> None:
-        """Remove the partial files of uploads a crash cut short."""
-        for leftover in self.root.glob("*/*/.*.part"):
-            leftover.unlink(missing_ok=True)
+    def clear_leftovers(self) -> int:
+        """Remove the partial files of uploads that a process gone (killed, crashed) cut short,
+        never those a server beside this one on the same folder is receiving now: each is
+        named after the process writing it (``heard.leftovers``). How many were removed."""
+        return remove_left_behind(self.root.glob("*/*/.*.part"))
+
+    @contextlib.asynccontextmanager
+    async def counted(self, owner: str) -> AsyncIterator[Callable[[int], None]]:
+        """Bytes ``owner`` keeps on the uploads disk only while a request runs (a file to
+        transcribe): a counter to call before writing each piece, which counts it in the
+        user's storage (past the room left: the ``NoRoomError`` an upload gets); all given
+        back when the block ends."""
+        await self.work.run(owner, self.ledger.begin, owner)
+        counted = 0
+
+        def count(n: int) -> None:
+            nonlocal counted
+            if not self.ledger.add(owner, n):
+                raise self._over_quota()
+            counted += n
+
+        try:
+            yield count
+        finally:
+            self.ledger.release(owner, counted)
+            self.ledger.end(owner)
 
     def _over_quota(self) -> NoRoomError:
         gib = self.user_bytes / 2**30
@@ -142,8 +168,8 @@ class Uploads:
         storage as they arrive (and given back if they are not kept), checked, and given to
         the track in place of the upload before it. ``announced``: the size the client said
         it would send (refused at once past the room left)."""
-        track_id = await asyncio.to_thread(track_of, self.db, meeting_id, participant, owner)
-        room = await asyncio.to_thread(self.ledger.begin, owner)
+        track_id = await self.work.run(owner, track_of, self.db, meeting_id, participant, owner)
+        room = await self.work.run(owner, self.ledger.begin, owner)
         try:
             await self._keep(owner, meeting_id, track_id, participant, chunks, announced, room)
         finally:
@@ -162,10 +188,12 @@ class Uploads:
         ledger = self.ledger
         folder = self.folder(owner) / str(meeting_id)
         # every upload writes files of its own: racing uploads of one track never mix, and
-        # the track points at exactly one complete upload that decoded (the last to finish)
+        # the track points at exactly one complete upload that decoded (the last to finish);
+        # the partial file is named after this process, so a server starting on the same
+        # folder leaves it be while this process lives (heard.leftovers)
         upload_id = uuid.uuid4().hex
         path = folder / f"{track_id}.{upload_id}.audio"
-        partial = folder / f".{track_id}.{upload_id}.part"
+        partial = folder / f".{maker_prefix()}{track_id}.{upload_id}.part"
         size = 0
         if room is not None and (room <= 0 or (announced is not None and announced > room)):
             raise self._over_quota()  # nothing read
@@ -188,7 +216,7 @@ class Uploads:
             ledger.release(owner, size)
             raise
         try:
-            before = await self._checked(track_id, participant, partial, path, size)
+            before = await self._checked(owner, track_id, participant, partial, path, size)
         except BaseException:
             ledger.release(owner, size)
             raise
@@ -198,7 +226,13 @@ class Uploads:
             Path(before).unlink(missing_ok=True)  # the upload this one replaced
 
     async def _checked(
-        self, track_id: uuid.UUID, participant: str, partial: Path, path: Path, size: int
+        self,
+        owner: str,
+        track_id: uuid.UUID,
+        participant: str,
+        partial: Path,
+        path: Path,
+        size: int,
     ) -> str | None:
         """The kept upload checked (decodable, within the limit) and given to its track; the
         upload it replaced. Refused, nothing of it stays."""
@@ -206,7 +240,7 @@ class Uploads:
             partial.unlink(missing_ok=True)
             raise AudioError("the request body (the audio) is empty")
         try:
-            info = await asyncio.to_thread(measure_audio, partial, self.max_track_s)
+            info = await self.work.run(owner, measure_audio, partial, self.max_track_s)
         except InputError as e:
             partial.unlink(missing_ok=True)
             reason = str(e).replace(str(partial), "the upload")  # no server folders in replies
@@ -218,7 +252,8 @@ class Uploads:
             raise TooLargeError(str(e).replace(str(partial), f"{participant}'s upload")) from e
         partial.replace(path)
         try:
-            before: str | None = await asyncio.to_thread(upload_track, self.db, track_id, str(path))
+            before: str | None = await self.work.run(owner, upload_track, self.db, track_id,
+                                                     str(path))  # fmt: skip
         except BaseException:  # being transcribed, the meeting deleted meanwhile, the store down
             path.unlink(missing_ok=True)
             raise

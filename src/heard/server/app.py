@@ -34,21 +34,27 @@ from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
 from heard.server.routes import deepgram, meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
+from heard.server.shares import TokenChecks
 from heard.server.state import ServerSettings, ServerState
+from heard.work import FairPool
 
 __all__ = ["ServerSettings", "create_app"]
 
 log = logging.getLogger("heard.server")
+
+WORK_THREADS, WORK_PER_USER = 6, 2
+"""The threads of asynchronous routes' and sockets' blocking calls, and how many of them one
+user's calls may hold at once: with five users busy, a sixth still finds a thread."""
 
 
 def create_app(settings: ServerSettings) -> FastAPI:
     """The app for ``settings``: its schema migrated, leftovers of killed uploads removed, the
     tracks of processes that are gone taken back (and, once it starts, resumed)."""
     settings.db.migrate()
+    work = FairPool(WORK_THREADS, per_owner=WORK_PER_USER, name="heard-work")
     uploads = Uploads(settings.db, settings.uploads, settings.max_track_s,
-                      settings.user_storage_bytes)  # fmt: skip
-    uploads.clear_leftovers()
-    if removed := spool.clear_leftovers(settings.uploads):
+                      settings.user_storage_bytes, work)  # fmt: skip
+    if removed := uploads.clear_leftovers() + spool.clear_leftovers(settings.uploads):
         log.warning("removed %d upload file(s) that killed requests left behind", removed)
     interrupted = jobs.recover_interrupted(settings.db)
     runs = MeetingRunner(settings.db, settings.transcriber, queue=settings.queue,
@@ -59,6 +65,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         runs,
         uploads,
         openai.queue(settings.stopping),
+        work,
+        TokenChecks(lambda: settings.db),
     )
 
     @contextlib.asynccontextmanager
@@ -82,8 +90,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     )
     app.state.heard = state
     install_error_handlers(app)
-    app.add_middleware(Guard, database=lambda: settings.db, local=settings.local,
-                       link_secret=settings.link_secret)  # fmt: skip
+    app.add_middleware(Guard, database=lambda: settings.db, tokens=state.tokens,
+                       local=settings.local, link_secret=settings.link_secret)  # fmt: skip
     if settings.cors_origins:  # outermost: a preflight (no token) is answered here
         app.add_middleware(
             CORSMiddleware,

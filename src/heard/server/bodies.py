@@ -4,6 +4,9 @@
   two equal keys, so ``{"k": 1, "k": 100}`` would reach a route as ``k = 100`` while a proxy
   or a log that reads the first saw ``1``. Every router's routes read their bodies here
   instead: a 422 naming the key (``StrictJSONRoute``).
+* A raw body (an upload, a file to transcribe): a client that stops sending mid-body would
+  hold its file and its place in its user's storage for good; ``arriving`` gives it up once
+  nothing came for ``BODY_IDLE_S`` (a 408, nothing kept).
 * A multipart form: its files are spooled to ``$TMPDIR`` (Starlette's, past 1 MB) before a
   route runs, and FastAPI calls any failure there "an error parsing the body", a 400. A full
   or failing disk is the server's fault, not the client's: a 507 or 503, as an upload to
@@ -12,22 +15,46 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from fastapi import HTTPException, Request, Response
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from heard.errors import NoRoomError, RepeatedKeyError, ServiceError
+from heard.errors import NoRoomError, RepeatedKeyError, ServiceError, SlowBodyError
+from heard.server.shares import SharedRoute
 from heard.storable import unique_keys
 
-__all__ = ["SpooledFormRoute", "StrictJSONRoute"]
+__all__ = ["BODY_IDLE_S", "SpooledFormRoute", "StrictJSONRoute", "arriving"]
 
 log = logging.getLogger("heard.server")
+
+BODY_IDLE_S = 30.0
+"""A raw body that sends nothing for this long is given up (a 408)."""
+
+
+async def arriving(
+    chunks: AsyncIterator[bytes], idle_s: float | None = None
+) -> AsyncIterator[bytes]:
+    """``chunks`` as they come; ``SlowBodyError`` once none came for ``idle_s``
+    (``BODY_IDLE_S``)."""
+    idle_s = BODY_IDLE_S if idle_s is None else idle_s
+    waiting = aiter(chunks)
+    while True:
+        try:
+            async with asyncio.timeout(idle_s):
+                chunk = await anext(waiting)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise SlowBodyError(
+                f"the body stopped arriving (nothing for {idle_s:g} s); nothing was kept"
+            ) from None
+        yield chunk
 
 
 def _one_of_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -44,8 +71,9 @@ class _StrictJSONRequest(Request):
         return self._json
 
 
-class StrictJSONRoute(APIRoute):
-    """A route whose JSON body may not name a key twice in an object."""
+class StrictJSONRoute(SharedRoute):
+    """A route whose JSON body may not name a key twice in an object (and which, synchronous,
+    waits for its user's share of the request threads: ``SharedRoute``)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -56,9 +84,10 @@ class StrictJSONRoute(APIRoute):
         return route
 
 
-class SpooledFormRoute(APIRoute):
+class SpooledFormRoute(SharedRoute):
     """A route whose form's files could not be spooled (a full ``$TMPDIR``) answers 507 (503
-    for another disk failure), not FastAPI's 400."""
+    for another disk failure), not FastAPI's 400 (and which, synchronous, waits for its user's
+    share of the request threads: ``SharedRoute``)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

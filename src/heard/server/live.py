@@ -53,7 +53,6 @@ its messages are too small to back up.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
@@ -145,8 +144,8 @@ class LiveCodec(LiveOutput):
 
     async def start(self) -> None:
         s = self.session
-        memories = state_of(s.websocket.app).memories
-        memory = await asyncio.to_thread(memories.of, s.user.owner)
+        state = state_of(s.websocket.app)
+        memory = await state.work.run(s.user.owner, state.memories.of, s.user.owner)
         translations: TranslationQueue | None = None
         if self.target:
             provider = s.settings.memory.provider

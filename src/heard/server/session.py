@@ -43,7 +43,7 @@ from heard.errors import InputError, SocketCloseError
 from heard.server import quotas
 from heard.server.guard import from_this_machine, raw_headers
 from heard.server.state import ServerSettings, state_of
-from heard.store.users import LOCAL_USER, Principal, authenticate, digest
+from heard.store.users import LOCAL_USER, Principal, digest
 
 __all__ = [
     "CLOSE_ERROR",
@@ -208,9 +208,8 @@ class Session:
         """Whether the token is still valid; a revoked one ends the socket."""
         if self.user is LOCAL_USER:
             return True  # no token to revoke
-        if not self.revoked and await asyncio.to_thread(
-            authenticate, self.settings.db, self.token
-        ) is None:  # fmt: skip
+        tokens = state_of(self.websocket.app).tokens
+        if not self.revoked and await tokens.principal(self.token) is None:
             self.revoked = True
             log.warning("%s: the token was revoked; closing", self.name)
             self.end(SocketCloseError(CLOSE_POLICY, REVOKED))
@@ -242,7 +241,8 @@ def mount(
     refuse: Refusals,
 ) -> None:
     """Serve ``codec``'s protocol at ``path`` on the session loop."""
-    settings = state_of(app).settings
+    state = state_of(app)
+    settings = state.settings
     by_token = quotas_of(app)
 
     @app.websocket(path)
@@ -254,7 +254,7 @@ def mount(
             await asyncio.sleep(min(wait_s, quotas.REFUSAL_DELAY_S))
             await refuse(websocket, 429, f"over the rate limit: wait {wait_s:.0f} s")
             return
-        user = await asyncio.to_thread(authenticate, settings.db, token) if token else None
+        user = await state.tokens.principal(token) if token else None
         here = from_this_machine(raw_headers(websocket.scope), websocket.scope.get("client"))
         if user is None and not token and settings.local and here:
             user = LOCAL_USER
@@ -264,7 +264,7 @@ def mount(
         quota = by_token.setdefault(key, quotas.Quota())
         session = Session(websocket, user, token, settings, quota)
         try:
-            handler = await asyncio.to_thread(codec, session)  # it may load a model
+            handler = await state.work.run(user.owner, codec, session)  # it may load a model
         except InputError as e:
             await refuse(websocket, 400, str(e))
             return

@@ -1,6 +1,7 @@
 """What a running server holds: its settings (``ServerSettings``, what ``heard serve`` was
 told) and the parts every request shares (``ServerState``: the users' memories, the meeting
-runner, the uploads, the queue of files to transcribe and the live sockets' quotas).
+runner, the uploads, the queue of files to transcribe, each user's share of the threads and
+the live sockets' quotas).
 
 ``create_app`` makes one ``ServerState`` and keeps it on the app; routes take it with
 ``heard.server.deps.State``, the live sockets with ``state_of``.
@@ -24,7 +25,9 @@ from heard.meetings.uploads import LOCAL_FOLDER, Uploads
 from heard.memory.factory import MemoryParts
 from heard.memory.users import Memories
 from heard.server.quotas import FairQueue, Quota
+from heard.server.shares import TokenChecks, UserShares
 from heard.store.database import Database
+from heard.work import FairPool
 
 __all__ = ["ServerSettings", "ServerState", "state_of"]
 
@@ -87,6 +90,15 @@ class ServerState:
     """The users' uploaded audio and their storage."""
     transcribing: FairQueue
     """Whole files waiting to be transcribed (the OpenAI and Deepgram routes)."""
+    work: FairPool
+    """The blocking calls of asynchronous routes and live sockets, a few of each user's at
+    once (``heard.server.shares``)."""
+    tokens: TokenChecks
+    """Every token check: requests, live finals, event streams."""
+    shares: UserShares = field(default_factory=UserShares)
+    """Each user's share of the request threads synchronous routes run on."""
+    event_streams: dict[str, int] = field(default_factory=dict)
+    """How many progress streams each user holds open (``heard.server.progress``)."""
     live_quotas: dict[str, Quota] = field(default_factory=dict)
     """What each token may still send over its live connections."""
 

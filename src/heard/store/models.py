@@ -112,6 +112,9 @@ class Meeting(Base):
     status: Mapped[MeetingStatus] = mapped_column(
         _enum(MeetingStatus, "meeting_status"), default=MeetingStatus.PENDING
     )
+    run_by: Mapped[str | None] = mapped_column(String(300))
+    """``host:pid:start`` of the process that accepted a run of the meeting and has not
+    finished it (heard.store.runs); None: no run waits on a process."""
 
     participants: Mapped[list[Participant]] = relationship(
         back_populates="meeting", cascade="all, delete-orphan", order_by="Participant.name"

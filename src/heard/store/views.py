@@ -54,6 +54,8 @@ class MeetingSummary:
     status: MeetingStatus
     participants: tuple[str, ...]
     phrases: int
+    run_by: str | None = None
+    """The process that accepted a run of it and has not finished it (heard.store.runs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,7 @@ def _summary(session: Session, meeting: Meeting) -> MeetingSummary:
             p.name for p in meeting.participants if p.id in speaking or not _diarized_recording(p)
         ),
         count,
+        meeting.run_by,
     )
 
 

@@ -31,6 +31,7 @@ import hashlib
 import math
 import re
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from heard.errors import (
     StoppingError,
     TooLargeError,
 )
+from heard.server.bodies import arriving
 from heard.server.deps import Caller, Settings
 from heard.server.errors import deepgram_error, status_of
 from heard.server.quotas import until_stopped
@@ -95,10 +97,14 @@ def _error(
         200: {"description": "Deepgram's response: metadata and results."},
         400: {"model": DeepgramErrorOut, "description": "Not audio, or an option not done."},
         401: {"description": "No valid heard token as the key."},
+        408: {"model": DeepgramErrorOut, "description": "The body stopped arriving."},
         413: {"description": "Over the upload limit or the longest track."},
         429: {"model": DeepgramErrorOut, "description": "Too many files waiting."},
         503: {"model": DeepgramErrorOut, "description": "No recognizer here, or stopping."},
-        507: {"model": DeepgramErrorOut, "description": "No room for the audio."},
+        507: {
+            "model": DeepgramErrorOut,
+            "description": "No room for the audio, or past the user's storage.",
+        },
     },
     openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}}},
 )
@@ -116,37 +122,47 @@ async def listen(request: Request, user: Caller, settings: Settings) -> JSONResp
     if settings.transcriber is None:
         no = "this server transcribes on workers (--queue): no recognizer here"
         return _error(503, no, request_id)
-    path = await _kept(request, settings)
-    if path is None:
-        return _error(507, "the server has no room for the audio", request_id)
-    try:
-        if path.stat().st_size == 0:
-            raise InputError("the body is empty: send the audio as the body")
-        body = await until_stopped(
-            settings.stopping, lambda: _transcribe(request, user.owner, settings, path, params)
-        )
-    except HeardError as e:
-        # Deepgram answers what it cannot take with a 400 (heard's own routes: a 422)
-        took = isinstance(e, InputError) and not isinstance(e, (BusyError, TooLargeError))
-        status = 400 if took else status_of(e)
-        wait = e.retry_after_s if isinstance(e, BusyError) else None
-        return _error(status, str(e).replace(str(path), "the body"), request_id, wait)
-    finally:
-        path.unlink(missing_ok=True)
+    async with state_of(request.app).uploads.counted(user.owner) as count:
+        try:
+            path = await _kept(request, settings, count)
+        except HeardError as e:  # over the user's storage, or the body stopped coming
+            return _error(status_of(e), str(e), request_id)
+        if path is None:
+            return _error(507, "the server has no room for the audio", request_id)
+        try:
+            if path.stat().st_size == 0:
+                raise InputError("the body is empty: send the audio as the body")
+            body = await until_stopped(
+                settings.stopping,
+                lambda: _transcribe(request, user.owner, settings, path, params),
+            )
+        except HeardError as e:
+            # Deepgram answers what it cannot take with a 400 (heard's own routes: a 422)
+            took = isinstance(e, InputError) and not isinstance(e, (BusyError, TooLargeError))
+            status = 400 if took else status_of(e)
+            wait = e.retry_after_s if isinstance(e, BusyError) else None
+            return _error(status, str(e).replace(str(path), "the body"), request_id, wait)
+        finally:
+            path.unlink(missing_ok=True)
     body["metadata"]["request_id"] = request_id
     return JSONResponse(body)
 
 
-async def _kept(request: Request, settings: ServerSettings) -> Path | None:
-    """The body in a file of its own in the uploads volume (the caller removes it); None when
-    the server has no room for it (nothing is left behind)."""
+async def _kept(
+    request: Request, settings: ServerSettings, count: Callable[[int], None]
+) -> Path | None:
+    """The body in a file of its own in the uploads volume (the caller removes it), each
+    piece ``count``ed in the user's storage before it is written; None when the server has no
+    room for it. Nothing is left behind: not when the user has no room left
+    (``NoRoomError``), nor when the body stops arriving (``SlowBodyError``)."""
     try:
         handle, path = spool_file(settings.uploads)
     except OSError:
         return None
     try:
         with open(handle, "wb") as out:
-            async for chunk in request.stream():
+            async for chunk in arriving(request.stream()):
+                count(len(chunk))
                 out.write(chunk)
     except OSError:
         path.unlink(missing_ok=True)

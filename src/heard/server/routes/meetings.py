@@ -4,10 +4,8 @@ what was said across meetings, delete one."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import quote
@@ -18,14 +16,14 @@ from fastapi.responses import FileResponse, StreamingResponse
 
 from heard.errors import NotFoundError
 from heard.meetings import jobs
-from heard.meetings.runner import MeetingProgress
 from heard.meetings.search import Found, search_meetings
 from heard.meetings.uploads import audio_type
 from heard.server import tickets
-from heard.server.bodies import StrictJSONRoute
+from heard.server.bodies import StrictJSONRoute, arriving
 from heard.server.deps import Caller, Settings, State, UserMemories
 from heard.server.errors import BAD, NOT_FOUND, without_paths
 from heard.server.guard import bearer_token
+from heard.server.progress import progress_events
 from heard.server.schemas import (
     EXPORTED_JSON,
     MEDIA_TYPES,
@@ -35,17 +33,14 @@ from heard.server.schemas import (
     MeetingOut,
     PhraseOut,
     PlaybackOut,
-    ProgressOut,
     RenameIn,
     RunOut,
     Text,
     TrackOut,
-    TrackProgressOut,
 )
 from heard.store.database import Database
 from heard.store.meetings import TrackSpec
 from heard.store.models import MeetingStatus, TrackStatus
-from heard.store.users import authenticate
 from heard.store.views import MeetingSummary, list_meetings, meeting_phrases, playback, track_states
 from heard.timeline.formats import render
 
@@ -162,6 +157,7 @@ def meeting(meeting_id: uuid.UUID, user: Caller, settings: Settings) -> MeetingO
     responses={
         **NOT_FOUND,
         **BAD,
+        408: {"model": ErrorOut, "description": "The body stopped arriving."},
         409: {"model": ErrorOut},
         413: {"model": ErrorOut},
         503: {"model": ErrorOut},
@@ -182,8 +178,10 @@ async def upload(
     """Upload one participant's audio (any format ffmpeg decodes), as the raw body."""
     announced = request.headers.get("content-length", "")
     size = int(announced) if announced.isdigit() else None
-    await state.uploads.keep(user.owner, meeting_id, participant, request.stream(), size)
-    return _meeting_out(state.settings.db, meeting_id, user.owner)
+    chunks = arriving(request.stream())
+    await state.uploads.keep(user.owner, meeting_id, participant, chunks, size)
+    return await state.work.run(user.owner, _meeting_out, state.settings.db, meeting_id,
+                                user.owner)  # fmt: skip
 
 
 @router.post(
@@ -323,24 +321,6 @@ router.add_api_route(  # what a player asks before it fetches (no body: FileResp
 )
 
 
-def _progress_out(p: MeetingProgress) -> ProgressOut:
-    tracks = [TrackProgressOut(participant=t.participant, status=t.status, fraction=t.fraction,
-                               error=without_paths(t.error, t.location))
-              for t in p.tracks]  # fmt: skip
-    return ProgressOut(status=p.status, fraction=p.fraction, finished=p.finished,
-                       phrases=p.phrases, tracks=tracks)  # fmt: skip
-
-
-PROGRESS_EVERY_S = 0.5
-KEEPALIVE_S = 15.0
-TOKEN_CHECK_S = 2.0
-"""How often a stream checks that the token it was opened with still holds: a revoked one
-ends it within this."""
-STILL_S = 600.0
-"""A stream of a meeting that nothing transcribes and that has not moved for this long ends
-(``idle``): a meeting never run would hold it open for good."""
-
-
 @router.get(
     "/{meeting_id}/events",
     response_class=StreamingResponse,
@@ -353,42 +333,13 @@ STILL_S = 600.0
             "has moved it for ten minutes (connect again to follow it).",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
+        429: {"model": ErrorOut, "description": "The user follows 32 meetings already."},
     },
 )
 async def events(
     meeting_id: uuid.UUID, user: Caller, state: State, request: Request
 ) -> StreamingResponse:
     """The meeting's progress as it is transcribed, as server-sent events."""
-    runs, stopping, db = state.runs, state.settings.stopping, state.settings.db
-    token = bearer_token(request.headers)
-    first = await asyncio.to_thread(runs.progress_of, meeting_id, user.owner)
-
-    async def stream() -> AsyncIterator[str]:
-        progress, last, quiet, still, checked = first, None, 0.0, 0.0, 0.0
-        while True:
-            if progress != last:
-                yield f"event: progress\ndata: {_progress_out(progress).model_dump_json()}\n\n"
-                last, quiet, still = progress, 0.0, 0.0
-            elif quiet >= KEEPALIVE_S:
-                yield ": still here\n\n"
-                quiet = 0.0
-            if progress.finished or stopping.is_set() or await request.is_disconnected():
-                return
-            if still >= STILL_S and not any(t.status == "transcribing" for t in progress.tracks):
-                yield 'event: idle\ndata: {"detail": "nothing has moved it for ten minutes"}\n\n'
-                return
-            await asyncio.sleep(PROGRESS_EVERY_S)
-            quiet, still, checked = (x + PROGRESS_EVERY_S for x in (quiet, still, checked))
-            if token and checked >= TOKEN_CHECK_S:
-                checked = 0.0
-                if await asyncio.to_thread(authenticate, db, token) is None:
-                    yield 'event: gone\ndata: {"detail": "the token was revoked"}\n\n'
-                    return
-            try:
-                progress = await asyncio.to_thread(runs.progress_of, meeting_id, user.owner)
-            except NotFoundError:  # deleted meanwhile
-                yield 'event: gone\ndata: {"detail": "the meeting was deleted"}\n\n'
-                return
-
+    events = await progress_events(state, meeting_id, user.owner, request)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(events, media_type="text/event-stream", headers=headers)

@@ -149,6 +149,30 @@ async function events(path, onEvent) {
   }
 }
 
+// Follow a meeting's run from its events until it is finished, calling show(state) on each;
+// the last state.
+async function watchRun(id, show) {
+  let last = null;
+  let idle = true;
+  while (idle) {  // a stream that nothing moved for ten minutes ends "idle": follow it again
+    idle = false;
+    await events(`/v1/meetings/${id}/events`, (name, state) => {
+      if (name === "gone") throw new Error(state.detail);
+      if (name === "idle") { idle = true; return; }
+      last = state;
+      show(state);
+    });
+  }
+  return last;
+}
+
+// How a run stands, in one line.
+function runLine(state) {
+  const busy = state.tracks.filter((t) => t.status === "transcribing").map((t) => t.participant);
+  return state.finished ? `${state.status}: ${state.phrases} phrases`
+    : `transcribing ${busy.join(", ") || "(waiting)"}: ${Math.round(state.fraction * 100)}%`;
+}
+
 async function upload(event) {
   event.preventDefault();
   const error = $("upload-error");
@@ -179,20 +203,10 @@ async function upload(event) {
     const run = await (await api(`/v1/meetings/${meeting.id}/run`, { method: "POST" })).json();
     ran = true;
     jobStatus.textContent = run.started ? "transcribing" : "waiting for a worker to transcribe it";
-    let last = null;
-    let idle = true;
-    while (idle) {  // a stream that nothing moved for ten minutes ends "idle": follow it again
-      idle = false;
-      await events(`/v1/meetings/${meeting.id}/events`, (name, state) => {
-        if (name === "gone") throw new Error(state.detail);
-        if (name === "idle") { idle = true; return; }
-        last = state;
-        $("run-progress").value = state.fraction;
-        const busy = state.tracks.filter((t) => t.status === "transcribing").map((t) => t.participant);
-        jobStatus.textContent = state.finished ? `${state.status}: ${state.phrases} phrases`
-          : `transcribing ${busy.join(", ") || "(waiting)"}: ${Math.round(state.fraction * 100)}%`;
-      });
-    }
+    const last = await watchRun(meeting.id, (state) => {
+      $("run-progress").value = state.fraction;
+      jobStatus.textContent = runLine(state);
+    });
     const failed = last ? last.tracks.filter((t) => t.error && t.status === "failed") : [];
     if (failed.length) { error.textContent = failed.map((t) => `${t.participant}: ${t.error}`).join("; "); error.hidden = false; }
     await load();
@@ -328,7 +342,8 @@ async function openMeeting(id, at) {
     return item;
   });
   $("timeline").replaceChildren(...items);
-  if (!phrases.length) $("timeline").append(el("li", "empty", meeting.status === "pending" ? "not transcribed yet" : "nothing was heard"));
+  if (!phrases.length) $("timeline").append(el("li", "empty", EMPTY[meeting.status] || "nothing was heard"));
+  offerRun(meeting);
   $("exports").replaceChildren(...FORMATS.map((fmt) => {
     const button = el("button", "", fmt);
     button.addEventListener("click", () => exportMeeting(meeting, fmt));
@@ -346,6 +361,32 @@ async function openMeeting(id, at) {
     seek(at, false);
     items[at].scrollIntoView({ block: "center" });
   }
+}
+
+const EMPTY = {
+  pending: "not transcribed yet",
+  interrupted: "its run was cut short (the process running it stopped): Run again finishes it",
+};
+
+// A meeting whose run was lost (interrupted) or that waits to be run can be run from here:
+// every track is uploaded, and none is being transcribed.
+function offerRun(meeting) {
+  const button = $("run");
+  const lost = meeting.status === "interrupted";
+  const ready = meeting.tracks.every((t) => t.status === "pending" || t.status === "interrupted");
+  button.hidden = !(lost || (meeting.status === "pending" && ready));
+  button.textContent = lost ? "Run again" : "Transcribe";
+  button.onclick = async () => {
+    button.disabled = true;
+    try {
+      const run = await (await api(`/v1/meetings/${meeting.id}/run`, { method: "POST" })).json();
+      if (!run.started) { say("this server transcribes nothing itself: a worker will"); return; }
+      button.hidden = true;
+      const last = await watchRun(meeting.id, (state) => say(runLine(state)));
+      if (shown.id === meeting.id) await openMeeting(meeting.id, null);
+      if (last) say(runLine(last));
+    } catch (e) { say(e.message); } finally { button.disabled = false; }
+  };
 }
 
 async function route() {

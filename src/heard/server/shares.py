@@ -1,0 +1,107 @@
+"""Each user's share of what a server does in threads, so that one user's load cannot delay
+another user's requests or live finals.
+
+Three kinds of work, three bounds:
+
+* **Token checks** (``TokenChecks``): every request, every live final and every event stream's
+  recheck looks its token up in the database. They run on two threads of their own, one
+  check of a token at a time and checks of a token asked meanwhile answered by it (400 event
+  streams of one token make one lookup, not 400), fair across tokens.
+* **Blocking calls of asynchronous routes and sockets** (``ServerState.work``, a
+  ``heard.work.FairPool``): counting an upload's length, the database reads of an event
+  stream, opening a user's memory; a few at once per user, fair across users.
+* **Synchronous routes** (``SharedRoute``): FastAPI runs them on one pool of 40 threads for
+  the whole server; a user's requests past ``USER_REQUESTS`` at once wait on the event loop,
+  holding no thread, and past ``USER_WAITING`` more are a 429.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
+
+from heard.errors import BusyError
+from heard.store.database import Database
+from heard.store.users import Principal, authenticate, digest
+from heard.work import FairPool
+
+__all__ = ["USER_REQUESTS", "USER_WAITING", "SharedRoute", "TokenChecks", "UserShares"]
+
+USER_REQUESTS = 4
+"""A user's synchronous requests served at once (of the 40 request threads)."""
+USER_WAITING = 256
+"""A user's synchronous requests waiting beyond those: more are refused (429) at once."""
+
+
+class TokenChecks:
+    """Tokens looked up on threads of their own (``threads``), fair across tokens; a check of
+    a token while one is in flight takes that one's answer."""
+
+    def __init__(self, database: Callable[[], Database], threads: int = 2) -> None:
+        self.database = database
+        self.pool = FairPool(threads, per_owner=1, name="heard-tokens")
+        self._in_flight: dict[str, asyncio.Future[Principal | None]] = {}
+
+    async def principal(self, token: str) -> Principal | None:
+        """The user ``token`` belongs to (None: no such token, or revoked); ``StoreError``
+        when the store cannot say."""
+        key = digest(token)
+        check = self._in_flight.get(key)
+        if check is None:
+            check = asyncio.ensure_future(self.pool.run(key, authenticate, self.database(), token))
+            self._in_flight[key] = check
+            check.add_done_callback(lambda _: self._in_flight.pop(key, None))
+        return await asyncio.shield(check)
+
+
+class UserShares:
+    """At most ``per_user`` of one user's requests in at once; the others wait their turn (at
+    most ``waiting`` of them: more, ``BusyError``)."""
+
+    def __init__(self, per_user: int = USER_REQUESTS, waiting: int = USER_WAITING) -> None:
+        self.per_user, self.waiting = per_user, waiting
+        self._users: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def taken(self, owner: str) -> AsyncIterator[None]:
+        semaphore, count = self._users.setdefault(owner, (asyncio.Semaphore(self.per_user), [0]))
+        if count[0] >= self.per_user + self.waiting:
+            raise BusyError(
+                f"this user has {count[0]} requests in flight; send more once they are answered",
+                retry_after_s=1.0,
+            )
+        count[0] += 1
+        try:
+            async with semaphore:
+                yield
+        finally:
+            count[0] -= 1
+            if not count[0]:
+                del self._users[owner]
+
+
+class SharedRoute(APIRoute):
+    """A route that, when its endpoint is synchronous (run on a request thread), first waits
+    for its user's share (``ServerState.shares``); asynchronous endpoints bound their own
+    blocking calls (``ServerState.work``)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if inspect.iscoroutinefunction(self.endpoint):
+            return handler
+
+        async def route(request: Request) -> Response:
+            user: Principal | None = request.scope.get("state", {}).get("principal")
+            if user is None:  # the site's own files: no user, no share
+                return await handler(request)
+            shares: UserShares = request.app.state.heard.shares
+            async with shares.taken(user.owner):
+                return await handler(request)
+
+        return route

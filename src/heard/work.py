@@ -1,0 +1,113 @@
+"""Blocking work shared fairly between users: ``FairPool``.
+
+A server's blocking calls (a database read, counting an upload's length, a memory rebuild)
+cannot run on its event loop, and on one shared pool of threads (asyncio's default: cores + 4)
+one user with a dozen long calls in flight holds every thread, and everyone else's small
+calls wait behind them. A ``FairPool`` runs each owner's calls on its own threads, at most
+``per_owner`` of one owner's at once, and when a thread frees it goes to the owner waiting
+whose call last started longest ago: another user's call waits for at most one call, never
+for a heavy user's queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+from typing import Any, TypeVar
+
+__all__ = ["FairPool"]
+
+T = TypeVar("T")
+
+FORGET_AFTER = 4096
+"""When more owners than this were served, those with nothing waiting or running are
+forgotten (each comes back as if new: first in line, as a light user should be)."""
+
+_Call = tuple[Future[Any], Callable[[], Any]]
+
+
+class FairPool:
+    """``threads`` threads (started as calls come, daemons) running owners' blocking calls,
+    at most ``per_owner`` of one owner's at once; whose call goes next is the waiting owner
+    served longest ago, each owner's own calls in the order they came. An owner is any
+    string: a user's id, a token's digest."""
+
+    def __init__(self, threads: int, per_owner: int = 1, name: str = "heard-work") -> None:
+        if threads < 1 or per_owner < 1:
+            raise ValueError(f"a pool needs a thread and a share: {threads}, {per_owner}")
+        self.threads, self.per_owner, self.name = threads, per_owner, name
+        self._lock = threading.Condition()
+        self._waiting: dict[str, deque[_Call]] = {}
+        self._running: dict[str, int] = {}
+        self._served: dict[str, int] = {}  # owner -> the turn its last call started in
+        self._turns = 0
+        self._workers: list[threading.Thread] = []
+        self._idle = 0
+
+    def submit(self, owner: str, call: Callable[..., T], *args: Any) -> Future[T]:
+        """Run ``call(*args)`` in ``owner``'s turn (with the caller's context variables)."""
+        future: Future[T] = Future()
+        bound = partial(contextvars.copy_context().run, call, *args)
+        with self._lock:
+            self._waiting.setdefault(owner, deque()).append((future, bound))
+            if self._idle == 0 and len(self._workers) < self.threads:
+                worker = threading.Thread(
+                    target=self._work, name=f"{self.name}-{len(self._workers)}", daemon=True
+                )
+                self._workers.append(worker)
+                worker.start()
+            self._lock.notify()
+        return future
+
+    async def run(self, owner: str, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``'s result, awaited; cancelled while it waits, it never runs."""
+        return await asyncio.wrap_future(self.submit(owner, call, *args))
+
+    def waiting(self, owner: str) -> int:
+        """How many of ``owner``'s calls wait for a thread."""
+        with self._lock:
+            return len(self._waiting.get(owner, ()))
+
+    def _next(self) -> tuple[str, _Call] | None:
+        ready = [o for o, calls in self._waiting.items()
+                 if calls and self._running.get(o, 0) < self.per_owner]  # fmt: skip
+        if not ready:
+            return None
+        owner = min(ready, key=lambda o: self._served.get(o, -1))
+        calls = self._waiting[owner]
+        call = calls.popleft()
+        if not calls:
+            del self._waiting[owner]
+        self._running[owner] = self._running.get(owner, 0) + 1
+        self._turns += 1
+        self._served[owner] = self._turns
+        return owner, call
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while (taken := self._next()) is None:
+                    self._idle += 1
+                    self._lock.wait()
+                    self._idle -= 1
+            owner, (future, call) = taken
+            try:
+                if future.set_running_or_notify_cancel():  # False: its caller gave up
+                    try:
+                        future.set_result(call())
+                    except BaseException as e:  # noqa: BLE001 - handed to the caller
+                        future.set_exception(e)
+            finally:
+                with self._lock:
+                    self._running[owner] -= 1
+                    if not self._running[owner]:
+                        del self._running[owner]
+                    if len(self._served) > FORGET_AFTER:  # owners long gone
+                        busy = self._waiting.keys() | self._running.keys()
+                        self._served = {o: t for o, t in self._served.items() if o in busy}
+                    self._lock.notify()
