@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -206,3 +207,59 @@ def test_one_users_long_uploads_leave_everyone_else_served(
         for t, _ in heavy:
             t.join(WAIT_S * 2)
     assert [out for _, out in heavy] == [[200]] * threads
+
+
+def test_a_user_follows_a_bounded_number_of_meetings_at_once(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """400 event streams of one user made every other user's requests wait (item 1): past
+    ``USER_STREAMS`` open at once, a stream is a 429, however many are asked at the same
+    moment; another user's is not counted with them, and a stream closed gives its place back."""
+    from heard.server import progress
+    from heard.server.app import ServerSettings, create_app
+    from tests.server.threaded import serving
+
+    monkeypatch.setattr(progress, "USER_STREAMS", 3)
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
+    _, ana = add_user(db, "ana")
+    _, ben = add_user(db, "ben")
+    ana_auth, ben_auth = ({"Authorization": f"Bearer {t}"} for t in (ana, ben))
+    with serving(app) as host, httpx.Client(base_url=f"http://{host}", timeout=30) as client:
+        mids = {a["Authorization"]: client.post("/v1/meetings", headers=a, json={
+            "title": "t", "participants": [{"name": "p"}]}).json()["id"]
+            for a in (ana_auth, ben_auth)}  # fmt: skip
+        opened: list[int] = []
+        release = threading.Event()
+
+        def follow(auth: dict[str, str]) -> None:
+            url = f"http://{host}/v1/meetings/{mids[auth['Authorization']]}/events"
+            with httpx.stream("GET", url, headers=auth, timeout=30) as reply:
+                opened.append(reply.status_code)
+                if reply.status_code == 200:
+                    release.wait(WAIT_S)
+
+        followers = [threading.Thread(target=follow, args=(ana_auth,)) for _ in range(6)]
+        for t in followers:
+            t.start()
+        for _ in range(int(WAIT_S * 10)):
+            if len(opened) == 6:
+                break
+            threading.Event().wait(0.1)
+        assert sorted(opened) == [200, 200, 200, 429, 429, 429]
+        bens: list[int] = []
+        with httpx.stream("GET", f"http://{host}/v1/meetings/{mids[ben_auth['Authorization']]}"
+                          "/events", headers=ben_auth, timeout=30) as reply:  # fmt: skip
+            bens.append(reply.status_code)
+        assert bens == [200]
+        release.set()
+        for t in followers:
+            t.join(WAIT_S)
+        again = 429
+        for _ in range(int(WAIT_S * 10)):  # each closed stream is noticed at its next poll
+            url = f"/v1/meetings/{mids[ana_auth['Authorization']]}/events"
+            with client.stream("GET", url, headers=ana_auth) as reply:
+                again = reply.status_code
+            if again == 200:
+                break
+            threading.Event().wait(0.1)
+        assert again == 200

@@ -49,16 +49,27 @@ def progress_out(p: MeetingProgress) -> ProgressOut:
 async def progress_events(
     state: ServerState, meeting_id: uuid.UUID, owner: str, request: Request
 ) -> AsyncIterator[str]:
-    """The stream of ``owner``'s meeting, counted among the user's streams from the first
-    event on (``NotFoundError`` before it: no such meeting; ``BusyError``: too many open)."""
+    """The stream of ``owner``'s meeting, counted among the user's streams until it ends
+    (``NotFoundError``: no such meeting; ``BusyError``: too many open)."""
     open_now = state.event_streams
     if open_now.get(owner, 0) >= USER_STREAMS:
         raise BusyError(f"this user follows {USER_STREAMS} meetings already; close one first",
-                        retry_after_s=STILL_S)  # fmt: skip
-    first = await state.work.run(owner, state.runs.progress_of, meeting_id, owner)
-    events = _stream(state, meeting_id, owner, request, first)
-    head = await anext(events)  # counted from here: a started stream always gives its place back
+                        retry_after_s=KEEPALIVE_S)  # fmt: skip
+    open_now[owner] = open_now.get(owner, 0) + 1  # taken at once: streams opened together count
+    try:
+        first = await state.work.run(owner, state.runs.progress_of, meeting_id, owner)
+    except BaseException:
+        _give_back(open_now, owner)
+        raise
+    events = _stream(state, meeting_id, owner, request, first)  # it gives the place back
+    head = await anext(events)  # (started, its end is sure: closed, or collected unfinished)
     return _chained(head, events)
+
+
+def _give_back(open_now: dict[str, int], owner: str) -> None:
+    open_now[owner] -= 1
+    if not open_now[owner]:
+        del open_now[owner]
 
 
 async def _chained(head: str, rest: AsyncIterator[str]) -> AsyncIterator[str]:
@@ -76,8 +87,6 @@ async def _stream(
 ) -> AsyncIterator[str]:
     runs, stopping, work, tokens = state.runs, state.settings.stopping, state.work, state.tokens
     token = bearer_token(request.headers)
-    open_now = state.event_streams
-    open_now[owner] = open_now.get(owner, 0) + 1
     try:
         last, quiet, still, checked = None, 0.0, 0.0, 0.0
         while True:
@@ -105,6 +114,4 @@ async def _stream(
                 yield 'event: gone\ndata: {"detail": "the meeting was deleted"}\n\n'
                 return
     finally:
-        open_now[owner] -= 1
-        if not open_now[owner]:
-            del open_now[owner]
+        _give_back(state.event_streams, owner)
