@@ -13,6 +13,7 @@ tests/test_errors.py holds against the classes::
     │   ├── ConflictError       an id or name that is taken already; nothing was stored
     │   ├── BusyError           more than a user may ask at once, or in a minute; try later
     │   ├── TooLargeError       an input over a size or length limit
+    │   ├── SlowBodyError       a request body that stopped arriving before its end
     │   └── RepeatedKeyError    a JSON object that names a key twice (also a ValueError)
     ├── UnknownNameError        a strategy name not in its registry
     ├── TurnStateError          an accumulator used out of order
