@@ -181,6 +181,15 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _until(stop: threading.Event, loops: list[threading.Thread]) -> None:
+    """Run ``loops`` (each checks ``stop``) until ``stop`` is set and they have ended."""
+    for t in loops:
+        t.start()
+    stop.wait()
+    for t in loops:
+        t.join()
+
+
 def heavy_uploads(
     host: str, token: str, mp3: Path, stop: threading.Event, n: int = UPLOADS
 ) -> dict[int, int]:
@@ -198,12 +207,7 @@ def heavy_uploads(
                 with lock:
                     answers[status] = answers.get(status, 0) + 1
 
-    threads = [threading.Thread(target=loop, args=(m,)) for m in mids]
-    for t in threads:
-        t.start()
-    stop.wait()
-    for t in threads:
-        t.join()
+    _until(stop, [threading.Thread(target=loop, args=(m,)) for m in mids])
     return answers
 
 
@@ -295,12 +299,7 @@ def heavy_renames(
                         answers[r.status_code] = answers.get(r.status_code, 0) + 1
                 n += 1
 
-    threads = [threading.Thread(target=loop, args=(i,)) for i in range(loops)]
-    for t in threads:
-        t.start()
-    stop.wait()
-    for t in threads:
-        t.join()
+    _until(stop, [threading.Thread(target=loop, args=(i,)) for i in range(loops)])
     return answers
 
 

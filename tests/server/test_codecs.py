@@ -79,15 +79,22 @@ def tone(seconds: float, rate: int = 16_000) -> np.ndarray:
     return (np.sin(2 * np.pi * 220 * t) * 8000).astype("<i2")
 
 
-def ogg_opus(samples: np.ndarray, rate: int = 16_000) -> bytes:
-    """``samples`` in an Ogg Opus file, as a browser's MediaRecorder or Deepgram's opus
-    clients send it."""
+def encoded(
+    samples: np.ndarray,
+    form: str,
+    codec: str,
+    codec_rate: int,
+    frame_samples: int,
+    rate: int,
+    options: dict[str, str] | None = None,
+) -> bytes:
+    """Mono ``samples`` at ``rate`` encoded with ``codec`` into a ``form`` file, in memory."""
     out = io.BytesIO()
-    with av.open(out, "w", format="ogg") as container:
-        stream = container.add_stream("libopus", rate=48_000)
+    with av.open(out, "w", format=form, options=options or {}) as container:
+        stream = container.add_stream(codec, rate=codec_rate)
         stream.layout = "mono"
-        for i in range(0, len(samples), 960):
-            frame = av.AudioFrame.from_ndarray(samples[i : i + 960].reshape(1, -1),
+        for i in range(0, len(samples), frame_samples):
+            frame = av.AudioFrame.from_ndarray(samples[i : i + frame_samples].reshape(1, -1),
                                                format="s16", layout="mono")  # fmt: skip
             frame.sample_rate = rate
             for packet in stream.encode(frame):
@@ -95,6 +102,12 @@ def ogg_opus(samples: np.ndarray, rate: int = 16_000) -> bytes:
         for packet in stream.encode(None):
             container.mux(packet)
     return out.getvalue()
+
+
+def ogg_opus(samples: np.ndarray, rate: int = 16_000) -> bytes:
+    """``samples`` in an Ogg Opus file, as a browser's MediaRecorder or Deepgram's opus
+    clients send it."""
+    return encoded(samples, "ogg", "libopus", 48_000, 960, rate)
 
 
 def listen(host: str, token: str, query: str, chunks: list[bytes]) -> list[dict[str, Any]]:
@@ -580,19 +593,7 @@ def test_realtime_format_changed_mid_item_reads_the_audio_after_it_so(tmp_path: 
 def untagged_mp3(samples: np.ndarray, rate: int = 16_000) -> bytes:
     """``samples`` as MP3 frames with no ID3 tag before them (as a phone or an encoder piping
     LAME's output sends them): the stream starts with a frame sync, 0xFF 0xF3 here."""
-    out = io.BytesIO()
-    with av.open(out, "w", format="mp3", options={"id3v2_version": "0"}) as container:
-        stream = container.add_stream("libmp3lame", rate=rate)
-        stream.layout = "mono"
-        for i in range(0, len(samples), 1152):
-            frame = av.AudioFrame.from_ndarray(samples[i : i + 1152].reshape(1, -1),
-                                               format="s16", layout="mono")  # fmt: skip
-            frame.sample_rate = rate
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode(None):
-            container.mux(packet)
-    data = out.getvalue()
+    data = encoded(samples, "mp3", "libmp3lame", rate, 1152, rate, {"id3v2_version": "0"})
     assert data[0] == 0xFF
     assert (data[1] & 0xE0) == 0xE0
     assert not data.startswith(b"ID3")
