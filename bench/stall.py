@@ -50,6 +50,7 @@ UPLOADS = 12
 STREAMS = 400
 LOOPS = 12
 UTTERANCES = 50_000
+SCENARIOS = ("uploads", "streams", "renames")
 
 
 def long_mp3(folder: Path, seconds: float = LONG_MP3_S) -> Path:
@@ -341,26 +342,33 @@ def run(
     loops: int = LOOPS,
     utterances: int = UTTERANCES,
     times: int = 3,
+    scenarios: tuple[str, ...] = SCENARIOS,
 ) -> dict[str, Any]:
-    """The three scenarios (smaller ones by the keywords: a test's short run)."""
+    """The scenarios (smaller ones by the keywords: a test's short run)."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         mp3 = long_mp3(Path(tmp), mp3_s)
         out["mp3"] = {"mb": round(mp3.stat().st_size / 2**20, 1), "seconds": mp3_s}
-        with serving(["a", "b"], src) as (host, tokens, pid):
-            a, b = tokens["a"], tokens["b"]
-            measured_b(host, b, times=1)  # the model loaded, the socket warmed
-            say("B alone")
-            out["b_alone"] = measured_b(host, b, times=times)
-            say("beside A's uploads")
-            out["uploads"] = _beside(
-                host, b, lambda s: heavy_uploads(host, a, mp3, s, uploads), warm_s, times=times
-            )
-            say("beside A's event streams")
-            out["streams"] = _beside(
-                host, b, lambda s: heavy_streams(host, a, s, streams), warm_s, times=times
-            )
-            out["peak_rss_mb"] = _peak_rss_mb(pid)
+        if {"uploads", "streams"} & set(scenarios):
+            with serving(["a", "b"], src) as (host, tokens, pid):
+                a, b = tokens["a"], tokens["b"]
+                measured_b(host, b, times=1)  # the model loaded, the socket warmed
+                say("B alone")
+                out["b_alone"] = measured_b(host, b, times=times)
+                if "uploads" in scenarios:
+                    say("beside A's uploads")
+                    out["uploads"] = _beside(
+                        host, b, lambda s: heavy_uploads(host, a, mp3, s, uploads), warm_s,
+                        times=times,
+                    )  # fmt: skip
+                if "streams" in scenarios:
+                    say("beside A's event streams")
+                    out["streams"] = _beside(
+                        host, b, lambda s: heavy_streams(host, a, s, streams), warm_s, times=times
+                    )
+                out["peak_rss_mb"] = _peak_rss_mb(pid)
+        if "renames" not in scenarios:
+            return out
         with serving(["a", "b"], src) as (host, tokens, pid):
             a, b = tokens["a"], tokens["b"]
             say(f"A's meeting transcribed, {utterances} utterances remembered")
@@ -384,8 +392,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--src", type=Path, help="run the server from this src/ folder")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help=f"which of A's: {', '.join(SCENARIOS)} (comma-separated)")  # fmt: skip
     args = parser.parse_args(argv)
-    result = run(args.src)
+    scenarios = tuple(args.scenarios.split(","))
+    if unknown := set(scenarios) - set(SCENARIOS):
+        parser.error(f"unknown scenario {sorted(unknown)[0]!r}: of {', '.join(SCENARIOS)}")
+    result = run(args.src, scenarios=scenarios)
     print(json.dumps(result, indent=1) if args.json else "\n".join(
         f"{k:<12} {v}" for k, v in result.items()))  # fmt: skip
     return result

@@ -64,3 +64,25 @@ def test_a_memory_mostly_forgotten_is_made_again_once(
     assert memory.index.forgotten == 0.0  # half of it forgotten: made again, from the store
     assert len(memory.index) == 10
     assert builds == ["ana", "ana"]
+
+
+def test_catching_up_reads_only_what_changed(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 57: catching up with a rename loaded every stored utterance to find the 40 new
+    ones (a second of the GIL at 50,000, which stalled every other user's requests)."""
+    from heard.memory import utterances
+
+    memories = Memories(db, lambda owner: tmp_path / owner, MemoryParts())
+    replace_conversation(db, meeting(40, "Speaker 1"), conversation="meeting:m1", owner="ana")
+    replace_conversation(db, meeting(400, "bo", "meeting:m2"), conversation="meeting:m2",
+                         owner="ana")  # fmt: skip
+    memories.current("ana")
+    loaded: list[int] = []
+    load = utterances.load_utterances
+    monkeypatch.setattr(utterances, "load_utterances",
+                        lambda *a, **k: loaded.append(len(found := load(*a, **k))) or found)  # fmt: skip
+    replace_conversation(db, meeting(40, "Ana"), conversation="meeting:m1", owner="ana")
+    hits = memories.current("ana").index.recall("budget approved", k=2)
+    assert {h.id for h in hits} == {"meeting:m1:0:Ana", "meeting:m2:0:bo"}
+    assert loaded == [40]

