@@ -272,6 +272,28 @@ def test_abuse_benchmark_serves_user_b_beside_a_reposting_user_a_and_refuses_lia
 
 
 @pytest.mark.asr
+def test_stall_benchmark_serves_user_b_through_each_of_user_as_worst() -> None:
+    """The decisions of bench/stall.py (issue 57) on a short run, not its timings: B's GETs
+    and live finals answered beside each of A's loads, A's event streams capped at 32 (the
+    rest 429), A's uploads and renames answered."""
+    result = load("stall").run(None, 3.0, uploads=2, mp3_s=1200, streams=40, loops=2,
+                               utterances=2000, times=1)  # fmt: skip
+    for scenario in ("uploads", "streams", "renames"):
+        b = result[scenario]
+        assert b["/v1/me"]["n"] > 0, scenario
+        assert b["finals"] >= 1, scenario
+    assert result["renames"][SEARCH]["n"] > 0
+    assert set(result["uploads"]["a_answers"]) == {200}
+    assert result["streams"]["a_answers"] == {200: 32, 429: 8}
+    assert set(result["renames"]["a_answers"]) == {200}
+    assert result["peak_rss_mb"] > 0
+    assert result["peak_rss_mb_2"] > 0
+
+
+SEARCH = "/v1/search?q=ask+not+what+your+country"
+
+
+@pytest.mark.asr
 def test_long_track_benchmark_transcribes_the_same_track_on_both_sides() -> None:
     """A 10-minute track (one unit): both sides hear JFK in it and report their peak memory."""
     result = load("long_track").main(["--hours", "0.17", "--json"])
