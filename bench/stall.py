@@ -84,7 +84,8 @@ def long_mp3(folder: Path, seconds: float = LONG_MP3_S) -> Path:
 def summary(ms: list[float]) -> dict[str, float]:
     if not ms:
         return {"n": 0}
-    return {"n": len(ms), **{f"p{q}_ms": round(nearest_rank(ms, q), 1) for q in (50, 95)}}
+    return {"n": len(ms), **{f"p{q}_ms": round(nearest_rank(ms, q), 1) for q in (50, 95)},
+            "max_ms": round(max(ms), 1)}  # fmt: skip
 
 
 def gets(host: str, token: str, path: str, until: threading.Event) -> list[float]:

@@ -5,8 +5,11 @@ cannot run on its event loop, and on one shared pool of threads (asyncio's defau
 one user with a dozen long calls in flight holds every thread, and everyone else's small
 calls wait behind them. A ``FairPool`` runs each owner's calls on its own threads, at most
 ``per_owner`` of one owner's at once, and when a thread frees it goes to the owner waiting
-whose call last started longest ago: another user's call waits for at most one call, never
-for a heavy user's queue.
+whose call last started longest ago (an owner never served counts as served just before the
+call that started last when its first call came: a flood of new owners, made-up tokens say,
+goes behind those waiting already, ahead only of the owner whose call started last):
+another user's call waits for at most one call of each owner ahead of it, never for a heavy
+user's queue.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ T = TypeVar("T")
 
 FORGET_AFTER = 4096
 """When more owners than this were served, those with nothing waiting or running are
-forgotten (each comes back as if new: first in line, as a light user should be)."""
+forgotten (each comes back as if new: in line from when it asks again)."""
 
 _Call = tuple[Future[Any], Callable[[], Any]]
 
@@ -44,7 +47,7 @@ class FairPool:
         self._lock = threading.Condition()
         self._waiting: dict[str, deque[_Call]] = {}
         self._running: dict[str, int] = {}
-        self._served: dict[str, int] = {}  # owner -> the turn its last call started in
+        self._served: dict[str, float] = {}  # owner -> the turn its last call started in
         self._turns = 0
         self._workers: list[threading.Thread] = []
         self._idle = 0
@@ -54,6 +57,9 @@ class FairPool:
         future: Future[T] = Future()
         bound = partial(contextvars.copy_context().run, call, *args)
         with self._lock:
+            # a newcomer is in line from now: ahead of it, whoever was served before the
+            # last call started (it was not first in line, always, as a light user once was)
+            self._served.setdefault(owner, self._turns - 0.5)
             self._waiting.setdefault(owner, deque()).append((future, bound))
             if self._idle == 0 and len(self._workers) < self.threads:
                 worker = threading.Thread(
@@ -78,7 +84,7 @@ class FairPool:
                  if calls and self._running.get(o, 0) < self.per_owner]  # fmt: skip
         if not ready:
             return None
-        owner = min(ready, key=lambda o: self._served.get(o, -1))
+        owner = min(ready, key=lambda o: self._served[o])
         calls = self._waiting[owner]
         call = calls.popleft()
         if not calls:

@@ -80,8 +80,13 @@ def test_catching_up_reads_only_what_changed(
     memories.current("ana")
     loaded: list[int] = []
     load = utterances.load_utterances
-    monkeypatch.setattr(utterances, "load_utterances",
-                        lambda *a, **k: loaded.append(len(found := load(*a, **k))) or found)  # fmt: skip
+
+    def counted(*args: object, **kwargs: object) -> object:
+        found = load(*args, **kwargs)  # type: ignore[arg-type]
+        loaded.append(len(found))
+        return found
+
+    monkeypatch.setattr(utterances, "load_utterances", counted)
     replace_conversation(db, meeting(40, "Ana"), conversation="meeting:m1", owner="ana")
     hits = memories.current("ana").index.recall("budget approved", k=2)
     assert {h.id for h in hits} == {"meeting:m1:0:Ana", "meeting:m2:0:bo"}

@@ -263,3 +263,66 @@ def test_a_user_follows_a_bounded_number_of_meetings_at_once(
                 break
             threading.Event().wait(0.1)
         assert again == 200
+
+
+def test_a_flood_of_new_owners_waits_behind_an_owner_already_waiting() -> None:
+    """A token never seen before was first in line (served at -1), so made-up tokens, each a
+    new owner of a token check, went ahead of a real user's check every time."""
+    pool = FairPool(threads=1, per_owner=1)
+    gate, order = threading.Event(), []
+    first = pool.submit("bob", _held_until(gate, order), "bob0")
+    pool.submit("ann", order.append, "ann0")  # bob served last, ann waits
+    gate.set()
+    first.result(timeout=WAIT_S)
+    pool.submit("ann", order.append, "ann1").result(timeout=WAIT_S)
+    # ann served last now; bob waits behind a held call, then five newcomers come
+    gate2 = threading.Event()
+    held = pool.submit("ann", _held_until(gate2, order), "ann2")
+    bob = pool.submit("bob", order.append, "bob1")
+    made_up = [pool.submit(f"made-up-{i}", order.append, f"x{i}") for i in range(5)]
+    gate2.set()
+    held.result(timeout=WAIT_S)
+    bob.result(timeout=WAIT_S)
+    for f in made_up:
+        f.result(timeout=WAIT_S)
+    assert order.index("bob1") < order.index("x0")  # (before: after all five)
+
+
+def test_a_users_second_request_waits_for_the_first_and_another_user_does_not(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One of a user's synchronous requests runs at a time (``shares.USER_REQUESTS``): while
+    ana's list of meetings is held, her second list waits, holding no thread, and ben's list is
+    answered. Four at once let a user's searches take the interpreter lock from everyone
+    (bench/stall.py: another user's GET p95 177 ms, one at a time 33 ms)."""
+    from heard.server.app import ServerSettings, create_app
+    from heard.server.routes import meetings as meeting_routes
+    from tests.server.threaded import serving
+
+    gate, entered = threading.Event(), []
+    listed = meeting_routes.list_meetings
+
+    def held(db: Database, owner: str) -> Any:
+        entered.append(owner)
+        if entered.count(owner) == 1 and owner == ana_owner:
+            assert gate.wait(WAIT_S)
+        return listed(db, owner)
+
+    monkeypatch.setattr(meeting_routes, "list_meetings", held)
+    app = create_app(ServerSettings(db, tmp_path / "uploads"))
+    ana_user, ana = add_user(db, "ana")
+    _, ben = add_user(db, "ben")
+    ana_owner = ana_user.owner
+    ana_auth, ben_auth = ({"Authorization": f"Bearer {t}"} for t in (ana, ben))
+    with serving(app) as host:
+        url = f"http://{host}/v1/meetings"
+        first, first_out = _in_thread(lambda: httpx.get(url, headers=ana_auth, timeout=60))
+        second, second_out = _in_thread(lambda: httpx.get(url, headers=ana_auth, timeout=60))
+        assert httpx.get(url, headers=ben_auth, timeout=WAIT_S).status_code == 200
+        second.join(0.5)
+        assert entered.count(ana_owner) == 1  # ana's second waits for her first
+        gate.set()
+        first.join(WAIT_S)
+        second.join(WAIT_S)
+    assert [first_out[0].status_code, second_out[0].status_code] == [200, 200]
+    assert entered.count(ana_owner) == 2

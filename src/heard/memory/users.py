@@ -35,6 +35,9 @@ class UserMemory:
     recall: MemoryRecall
     """Over the user's pages and ``index``; rebuilt when a page changes."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    catching_up: threading.Lock = field(default_factory=threading.Lock)
+    """One catch-up at a time: two that compared the store at different moments must not
+    apply their answers in the other order (an item deleted in between held again)."""
     version: int = 0
     """The user's change count in the store when this memory last caught up with it."""
 
@@ -90,25 +93,29 @@ class Memories:
         """The user's memory, caught up with what other processes (a second server on the
         same database) stored or changed: one query when nothing did."""
         memory = self.of(owner)
-        version = memory_version(self.db, owner)
-        if version == memory.version:
+        if memory_version(self.db, owner) == memory.version:
             return memory
-        # evidence dropped or replaced (a meeting deleted, rebuilt or renamed) is forgotten by
-        # the index, and what is new added: a change costs what it changed (and a read of the
-        # ids), not a load of the whole memory: 50,000 of them took a second of the GIL
-        stored = stored_ids(self.db, owner)
-        held = memory.index.ids()
-        gone = held - stored
-        fresh = stored - held
-        with memory.lock:
-            memory.index.forget(gone)
-            new, vectors = load_evidence(
-                self.db, memory.index.embedder, owner=owner, only=fresh - memory.index.ids()
-            )
-            new = [e for e in new if e.id not in memory.index]
-            memory.index.extend(new, vectors)
-        self._rebuild_pages(owner, memory)
-        memory.version = version
+        with memory.catching_up:
+            version = memory_version(self.db, owner)  # read first: later changes show
+            if version <= memory.version:  # another caller caught up meanwhile
+                return memory
+            # evidence dropped or replaced (a meeting deleted, rebuilt or renamed) is
+            # forgotten by the index, and what is new added: a change costs what it changed
+            # (and a read of the ids), not a load of the whole memory: 50,000 of them took a
+            # second of the interpreter lock
+            stored = stored_ids(self.db, owner)
+            held = memory.index.ids()
+            gone = held - stored
+            fresh = stored - held
+            with memory.lock:
+                memory.index.forget(gone)
+                new, vectors = load_evidence(
+                    self.db, memory.index.embedder, owner=owner, only=fresh - memory.index.ids()
+                )
+                new = [e for e in new if e.id not in memory.index]
+                memory.index.extend(new, vectors)
+            self._rebuild_pages(owner, memory)
+            memory.version = version
         if memory.index.forgotten >= REMAKE_SHARE:
             return self._remade(owner, memory)
         return memory

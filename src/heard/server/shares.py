@@ -38,8 +38,8 @@ USER_REQUESTS = 1
 one interpreter lock: every one of a user's requests that runs Python beside another user's
 takes its turns from it. ``bench/stall.py``'s renames (12 loops of rename and search over
 50,000 utterances) against another user's tiny GET, p95: 4 at once 177 ms, 2 at once 63 ms,
-one 33 ms, against 10-14 ms alone; the heavy user's own answers went from 742 to 1,590 in
-the same time (fewer threads fighting for the lock)."""
+one 33 ms, against 10-14 ms alone; the heavy user's own answers in those runs went from 742
+to 1,590 in the same time, as fewer threads fight for the lock (BENCHMARKS.md, issue 57)."""
 USER_WAITING = 256
 """A user's synchronous requests waiting beyond those: more are refused (429) at once."""
 
