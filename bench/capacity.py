@@ -46,7 +46,7 @@ WhisperLiveKit (PyPI) needs torch and torchaudio, which heard's environment does
 it is not run here (see BENCHMARKS.md).
 
 Usage: python bench/capacity.py [--sets room,phone,mix] [--streams 1,4,8,16] [--real DIR]
-       [--no-peer] [--json]
+       [--src DIR] [--no-peer] [--json]
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ ROOM = ["ami_trn09", "ami_trn03", "ami-tst00", "ami_trn06"]
 """The AMI excerpts with the most speech (121, 104, 93 and 79 words; 2-4 talkers)."""
 PHONE = ["ami-dev00", "ami-dev01", "ami_trn03", "ami_trn09"]
 """AMI excerpts of two people talking (a third laughs once in ami_trn09)."""
+TUNING = ["ami-tst01", "ami_trn00", "ami_trn01", "ami_trn04", "ami_trn05", "ami_trn07", "ami_trn08"]
+"""The other AMI excerpts, none in ``ROOM`` or ``PHONE``: where a streaming policy is tuned
+(``tune-room``, ``tune-phone``), so the sets it is judged on stay held out."""
 FILLERS = frozenset("um uh hmm mm mhm er erm ah eh uhm hm huh".split())
 JFK = ("And so my fellow Americans, ask not what your country can do for you, ask what you can "
        "do for your country.")  # fmt: skip
@@ -209,10 +212,14 @@ def call_sets(names: list[str], real: Path | None) -> dict[str, list[Call]]:
             sets[name] = [ami_call(n) for n in ROOM]
         elif name == "phone":
             sets[name] = [ami_call(n, phone=True) for n in PHONE]
+        elif name == "tune-room":
+            sets[name] = [ami_call(n) for n in TUNING]
+        elif name == "tune-phone":
+            sets[name] = [ami_call(n, phone=True) for n in TUNING]
         elif name == "mix":
             sets[name] = [make_call()]
         else:
-            raise SystemExit(f"unknown set {name!r}: room, phone or mix")
+            raise SystemExit(f"unknown set {name!r}: room, phone, mix, tune-room or tune-phone")
     if real is not None:
         found = sorted(p for p in real.iterdir()
                        if p.suffix in (".wav", ".flac") and _transcribed(p))  # fmt: skip
@@ -373,11 +380,14 @@ def _pcm(call: Call) -> bytes:
 
 
 def run_heard(
-    calls: list[Call], counts: list[int], offline: dict[str, dict[str, str]]
+    calls: list[Call],
+    counts: list[int],
+    offline: dict[str, dict[str, str]],
+    src: Path | None = None,
 ) -> dict[int, dict[str, Any]]:
     users = [f"mic{i}" for i in range(max(counts))]
     out = {}
-    with serving(users) as (host, tokens, pid):
+    with serving(users, src) as (host, tokens, pid):
         # warm up: the model loads on the first stream
         warm = Call(calls[0].samples[: 2 * SAMPLE_RATE], "", [], "warm-up")
         asyncio.run(_clients(host, tokens, users[:1], [warm]))
@@ -535,6 +545,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="also stream the recordings in DIR (each with a .txt or .stm)",
     )
     parser.add_argument("--no-peer", action="store_true", help="heard only")
+    parser.add_argument("--src", type=Path, help="run the server from this src/ folder")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.streams.split(",")]
@@ -549,7 +560,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "seconds": round(seconds, 1),
             "words": words,
             "offline_wer": offline_wer(calls, texts),
-            "heard": run_heard(calls, counts, texts),
+            "heard": run_heard(calls, counts, texts, args.src),
         }
         if not args.no_peer:
             found["localagreement2"] = run_peer(calls, counts, texts)

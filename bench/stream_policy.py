@@ -41,7 +41,7 @@ import numpy as np
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.commits import CommitRule
-from heard.asr.streaming import Decoded, StreamOptions, WhisperStreamingRecognizer
+from heard.asr.streaming import ContextRule, Decoded, StreamOptions, WhisperStreamingRecognizer
 from heard.asr.whisper import WhisperOptions
 from heard.release.cadence import nearest_rank
 
@@ -63,13 +63,18 @@ RULES: dict[str, CommitRule] = {
     "no-confident": CommitRule(confident=math.inf),
     "agreement": CommitRule(settled_s=math.inf, confident=math.inf),
     "endpoint": CommitRule.endpoint_only(),
+    "patient": CommitRule(settled_s=1.5, confident_settled_s=0.6),
+    "patient2": CommitRule(settled_s=2.0, confident_settled_s=1.0),
+    "settled": CommitRule(agreement=False, settled_s=1.5, confident_settled_s=0.6),
 }
 
 
-def stream(call: Call, step_ms: int, rule: CommitRule) -> tuple[list[tuple[str, float]], float]:
+def stream(
+    call: Call, step_ms: int, rule: CommitRule, context_s: float = 0.0
+) -> tuple[list[tuple[str, float]], float]:
     """The words ``call`` commits as one live stream, each with when (seconds of the call,
     plus the decoding time so far in that step); and the CPU seconds spent decoding."""
-    options = StreamOptions(chunk_ms=step_ms, commit=rule)
+    options = StreamOptions(chunk_ms=step_ms, commit=rule, context=ContextRule(context_s))
     recognizer = WhisperStreamingRecognizer(options=options, whisper=WhisperOptions(cpu_threads=1))
     silence = np.zeros(round(TAIL_SILENCE_S * SAMPLE_RATE), dtype=np.float32)
     audio = np.concatenate([call.samples.astype(np.float32), silence])
@@ -90,12 +95,14 @@ def stream(call: Call, step_ms: int, rule: CommitRule) -> tuple[list[tuple[str, 
     return committed, cpu
 
 
-def measure(calls: list[Call], step_ms: int, rule: CommitRule) -> dict[str, Any]:
+def measure(
+    calls: list[Call], step_ms: int, rule: CommitRule, context_s: float = 0.0
+) -> dict[str, Any]:
     pairs: list[tuple[str, str]] = []
     delays: list[float] = []
     cpu = seconds = 0.0
     for call in calls:
-        committed, spent = stream(call, step_ms, rule)
+        committed, spent = stream(call, step_ms, rule, context_s)
         words = [w for w, _ in committed]
         pairs.append((call.truth, " ".join(words)))
         for (_, at), end in zip(committed, matched_ends(words, call), strict=True):
@@ -116,6 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sets", default="room,phone", help="room, phone, mix (comma-separated)")
     parser.add_argument("--steps", default="500,1500", help="steps in ms (comma-separated)")
     parser.add_argument("--rules", default=",".join(RULES), help=f"of {', '.join(RULES)}")
+    parser.add_argument("--contexts", default="0", help="seconds of audio before each buffer")
     parser.add_argument("--real", type=Path, help="a folder of recordings with a .txt each")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
@@ -128,6 +136,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         steps = []
     if not steps or min(steps) <= 0:
         parser.error(f"--steps takes milliseconds over 0, e.g. 500,1500, not {args.steps!r}")
+    contexts = [float(c) for c in args.contexts.split(",")]
     sets = call_sets([s for s in args.sets.split(",") if s], args.real)
     results: dict[str, Any] = {}
     for name, calls in sets.items():
@@ -138,13 +147,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"offline tiny.en WER {offline}", file=sys.stderr, flush=True)  # fmt: skip
         rows = results[name] = {"offline_wer": offline, "rows": []}
         for step in steps:
-            for rule in rules:
-                row = {"rule": rule, "step_ms": step, **measure(calls, step, RULES[rule])}
-                rows["rows"].append(row)
-                print(f"  {rule:13} step {step:>5} ms  WER {row['wer']:.3f} "
-                      f"(+{row['wer'] - offline:.3f})  commit p50 {row['commit_p50_s']:.2f} "
-                      f"p95 {row['commit_p95_s']:.2f} s  CPU {row['cpu_s_per_s']:.3f} s/s",
-                      file=sys.stderr, flush=True)  # fmt: skip
+            for context in contexts:
+                for rule in rules:
+                    row = {
+                        "rule": rule,
+                        "step_ms": step,
+                        "context_s": context,
+                        **measure(calls, step, RULES[rule], context),
+                    }
+                    rows["rows"].append(row)
+                    print(f"  {rule:13} step {step:>5} ms  context {context:g} s  "
+                          f"WER {row['wer']:.3f} ({row['wer'] - offline:+.3f})  "
+                          f"commit p50 {row['commit_p50_s']:.2f} "
+                          f"p95 {row['commit_p95_s']:.2f} s  CPU {row['cpu_s_per_s']:.3f} s/s",
+                          file=sys.stderr, flush=True)  # fmt: skip
     if args.json:
         print(json.dumps(results, indent=2))
     return results

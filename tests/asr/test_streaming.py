@@ -8,6 +8,8 @@ import pytest
 from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.asr.service import PACE_STEPS_MS
 from heard.asr.streaming import (
+    CONTEXT_S,
+    ContextRule,
     Decoded,
     StreamOptions,
     WhisperStreamingRecognizer,
@@ -85,8 +87,8 @@ def test_silence_costs_no_event_and_keeps_no_buffer() -> None:
     for frame in frames(np.zeros(5 * SAMPLE_RATE, dtype=np.float32)):
         assert recognizer.push(frame) == []
     assert recognizer.finish() == []
-    # what is kept of silence is a short tail, however long it lasts
-    assert len(recognizer._audio) <= SAMPLE_RATE // 2 + FRAME
+    # what is kept of silence is a short tail and the context before it, however long it lasts
+    assert len(recognizer._audio) <= (CONTEXT_S + 0.5) * SAMPLE_RATE + FRAME
 
 
 @pytest.mark.asr
@@ -166,3 +168,71 @@ def test_the_silence_after_the_last_committed_words_ends_the_utterance(
     assert (end.kind, end.text, end.endpoint) == (EventKind.FINAL, "", True)
     assert recognizer.step(3 * SAMPLE_RATE) == [], "once"
     assert recognizer.finish() == []
+
+
+def test_context_is_given_back_as_the_decoders_load_rises() -> None:
+    rule = ContextRule(most_s=4.0, full_below=0.4, none_above=0.7)
+    assert rule.before_s(None) == 4.0  # a stream decoding alone
+    assert rule.before_s(0.2) == rule.before_s(0.4) == 4.0
+    assert [rule.before_s(x) for x in (0.5, 0.6, 0.7, 0.95)] == [2.5, 1.0, 0.0, 0.0]
+    assert ContextRule.none().before_s(None) == 0.0
+    with pytest.raises(ValueError, match="full_below < none_above"):
+        ContextRule(full_below=0.8, none_above=0.7)
+
+
+def _decoded_spans(recognizer: WhisperStreamingRecognizer) -> list[tuple[float, float]]:
+    """Record, for each decode, how much audio it got and where its buffer began (seconds)."""
+    spans: list[tuple[float, float]] = []
+    decode = recognizer._decoder.decode
+
+    def spy(language: str, requests: list) -> list:  # type: ignore[type-arg]
+        buffer_s = (recognizer.received - recognizer._utt_start) / SAMPLE_RATE
+        spans.append((len(requests[0].audio) / SAMPLE_RATE, buffer_s))
+        return decode(language, requests)
+
+    recognizer._decoder.decode = spy  # type: ignore[method-assign]
+    return spans
+
+
+@pytest.mark.asr
+@pytest.mark.parametrize("context_s", [0.0, 4.0])
+def test_each_decode_hears_the_audio_before_its_buffer_and_no_word_twice(
+    context_s: float,
+) -> None:
+    """Issue 58: with CPU to spare a decode hears the committed audio before its buffer again
+    (its words dropped), so that what follows reads as in the whole recording."""
+    jfk = load_audio(AUDIO / "jfk.flac")
+    options = StreamOptions(end_silence_ms=5000, context=ContextRule(most_s=context_s))
+    recognizer = WhisperStreamingRecognizer(options=options)
+    spans = _decoded_spans(recognizer)
+    said: list[Decoded] = []
+    for frame in frames(jfk):
+        said += recognizer.push(frame)
+    said += recognizer.finish()
+    assert strip_punctuation(finals(said)) == JFK
+    heard_before = [audio_s - buffer_s for audio_s, buffer_s in spans]
+    if context_s:  # once the buffer was cut, decodes begin up to 4 s before it
+        assert max(heard_before) > 1.0
+    assert max(heard_before) <= context_s + 0.15  # a frame of audio may arrive meanwhile
+
+
+@pytest.mark.asr
+def test_a_loaded_service_decodes_each_buffer_alone() -> None:
+    from heard.asr.service import DecodeService
+    from heard.asr.whisper import WhisperOptions, load_model
+
+    service = DecodeService(load_model(WhisperOptions()))
+    try:
+        recognizer = WhisperStreamingRecognizer(
+            options=StreamOptions(end_silence_ms=5000, chunk_ms=1000), decoder=service
+        )
+        recognizer.chunk_ms = 1000
+        spans = _decoded_spans(recognizer)
+        service.pace.last_load = 0.9  # busier than ContextRule's none_above
+        for frame in frames(load_audio(AUDIO / "jfk.flac")):
+            recognizer.push(frame)
+            service.pace.last_load = 0.9
+        assert spans
+        assert max(audio_s - buffer_s for audio_s, buffer_s in spans) <= 0.15
+    finally:
+        service.close()

@@ -8,7 +8,9 @@ and goes out as a ``final`` inside continuous speech; the rest goes out as the `
 (each a ``Decoded`` step, the commits stage's record: ``heard.transcript.utterances``).
 Once the buffer is longer than ``trim_s`` it is cut in a pause after the last committed
 word, so a word is final about a second or two after it is spoken and each step decodes a
-few seconds of audio however long someone talks. No prompt: a bad decode is never fed back.
+few seconds of audio however long someone talks. Each decode also hears up to
+``ContextRule.most_s`` of the audio before its buffer again, as the CPU allows (its words
+were committed and are dropped). No prompt: a bad decode is never fed back.
 Silero VAD on the buffer decides when an utterance ended (``end_silence_ms`` of silence
 after speech): its last decode's new words are the endpoint ``final``. A buffer that
 reaches ``max_utterance_s`` with nothing agreed commits all but its last word.
@@ -24,6 +26,7 @@ arrived meanwhile).
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -46,7 +49,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "CONTEXT_S",
     "STREAM_CLOCKS",
+    "ContextRule",
     "Decoded",
     "StreamOptions",
     "StreamingRecognizer",
@@ -61,6 +66,9 @@ TRIM_S = 3.0
 """Cut the buffer after the last committed word once it is longer than this. Measured with
 ``bench/capacity.py`` (BENCHMARKS.md, capacity)."""
 
+CONTEXT_S = 4.0
+"""Audio before each buffer a decode hears again, when the CPU allows (``ContextRule``)."""
+
 FORCE_TRIM_S = 8.0
 """A buffer this long with no pause to cut in is cut after its last committed word."""
 
@@ -68,6 +76,40 @@ STREAM_CLOCKS: Registry[Callable[[float], float]] = Registry(
     "stream clock", {"simulated": lambda decode_ms: 0.0, "compute": lambda decode_ms: decode_ms}
 )
 """How much of a step's decoding time each clock adds to the stream's time."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRule:
+    """How much audio before its buffer each decode hears again, by how busy decoding is.
+
+    The words in it were committed already and are dropped; hearing them steadies tiny.en's
+    reading of what follows (a phrase of a phone call decoded alone from its first word reads
+    worse than the same phrase with the seconds before it). It costs CPU: a decode of a 3 s
+    buffer with 4 s before it encodes 10 s instead of 6. A stream that decodes alone hears
+    ``most_s``; on a shared ``DecodeService`` the context shrinks as the workers' load rises
+    from ``full_below`` to ``none_above``, below the load at which the service widens the
+    step (``BUSY_ABOVE``): context is given back before latency."""
+
+    most_s: float = CONTEXT_S
+    full_below: float = 0.4
+    none_above: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.most_s < 0 or not 0 <= self.full_below < self.none_above:
+            raise ValueError("most_s >= 0 and 0 <= full_below < none_above, please")
+
+    def before_s(self, load: float | None) -> float:
+        """The seconds before the buffer a decode hears at ``load`` (None: the stream
+        decodes alone), in half seconds."""
+        if load is None or load <= self.full_below:
+            return self.most_s
+        share = max(0.0, (self.none_above - load) / (self.none_above - self.full_below))
+        return math.floor(self.most_s * share * 2) / 2
+
+    @classmethod
+    def none(cls) -> ContextRule:
+        """Each buffer decoded alone (as streams were before; for comparing policies)."""
+        return cls(most_s=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +130,8 @@ class StreamOptions:
     clock: StreamClock = "simulated"
     commit: CommitRule = field(default_factory=CommitRule)
     """When a word inside continuous speech is final (``heard.asr.commits``)."""
+    context: ContextRule = field(default_factory=ContextRule)
+    """Audio before the buffer each decode hears again."""
 
     def __post_init__(self) -> None:
         if self.chunk_ms <= 0:
@@ -226,21 +270,36 @@ class WhisperStreamingRecognizer:
         timed = tuple(words) if self.options.word_timestamps else ()
         return Decoded(kind, text, start, end, timed, endpoint)
 
-    def _decode(self, audio: npt.NDArray[np.float32]) -> list[Word]:
-        """The buffer's words, at their times in the stream."""
+    def _context(self) -> int:
+        """Where the next decode starts (absolute samples): up to the context rule's seconds
+        of audio before the buffer, heard again (``ContextRule``)."""
+        load = None
+        if isinstance(self._decoder, DecodeService):
+            load = self._decoder.pace.last_load
+        before = round(self.options.context.before_s(load) * SAMPLE_RATE)
+        return max(self._offset, self._utt_start - before)
+
+    def _decode(self, end: int) -> list[Word]:
+        """The buffer's words up to ``end`` (absolute samples), at their times in the stream;
+        decoded with the context before it, whose words are dropped."""
+        start = self._context()
+        audio = self._audio[start - self._offset : end - self._offset]
         language = self.language
         if language is None:  # detected on each decode until the first commit
-            language = self._detected = str(self._model.whisper.detect_language(audio)[0])
+            buffer = self._audio[self._utt_start - self._offset : end - self._offset]
+            language = self._detected = str(self._model.whisper.detect_language(buffer)[0])
         # no prompt: given the committed "ask not what", tiny.en goes on with the words it
         # remembers, not the ones said (a famous line doubled at 1 s steps); a bad decode is
         # never fed back (heard.asr.whisper's rule for files too)
         request = Request(audio, word_timestamps=True)
         segments = self._decoder.decode(language, [request])[0]
-        at = self._utt_start / SAMPLE_RATE
+        at = start / SAMPLE_RATE
+        buffer_s = (self._utt_start - start) / SAMPLE_RATE
         return [
             Word(round(at + w.start, 3), round(at + w.end, 3), w.text, w.probability)
             for s in segments
             for w in s.words
+            if (w.start + w.end) / 2 >= buffer_s  # a word of the context: heard before
         ]
 
     def step(self, audio_end: int) -> list[Decoded]:
@@ -263,7 +322,8 @@ class WhisperStreamingRecognizer:
             # the last decode already heard all the speech there is: nothing new to decode
             heard_all = self._utt_start + speech_end <= self._heard_to
             if silence_ms >= o.end_silence_ms:
-                last = self._commits.pending if heard_all else self._decode(buffer[:speech_end])
+                last = (self._commits.pending if heard_all
+                        else self._decode(self._utt_start + speech_end))  # fmt: skip
                 done = self._commits.endpoint(last)
                 if done or self._commits.open:
                     events.append(self._decoded(EventKind.FINAL, done, endpoint=True))
@@ -273,7 +333,7 @@ class WhisperStreamingRecognizer:
             elif heard_all:
                 pass  # a pause: the speaker said nothing since, the next step may end it
             else:
-                words = self._decode(buffer)
+                words = self._decode(audio_end)
                 self._heard_to = audio_end
                 done, pending = self._commits.agree(words, heard_to=audio_end / SAMPLE_RATE)
                 if len(buffer) / SAMPLE_RATE >= o.max_utterance_s and len(pending) > 1:
@@ -288,8 +348,8 @@ class WhisperStreamingRecognizer:
                 if len(buffer) / SAMPLE_RATE >= o.trim_s:
                     self._trim(speech, audio_end, force=len(buffer) / SAMPLE_RATE >= FORCE_TRIM_S)
         events = [e for e in events if e.text or e.endpoint]
-        # audio before the utterance is never looked at again
-        drop = self._utt_start - self._offset
+        # audio before the utterance's context is never looked at again
+        drop = self._utt_start - round(self.options.context.most_s * SAMPLE_RATE) - self._offset
         if drop > 0:
             self._audio = self._audio[drop:]
             self._offset += drop
@@ -319,7 +379,7 @@ class WhisperStreamingRecognizer:
         events: list[Decoded] = []
         done: list[Word] = []
         if len(rest) and _speech(rest):
-            done = self._commits.endpoint(self._decode(rest))
+            done = self._commits.endpoint(self._decode(self.received))
             self._remember(done)
         if done or self._commits.open:
             events.append(self._decoded(EventKind.FINAL, done, endpoint=True))
