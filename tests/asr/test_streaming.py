@@ -224,7 +224,10 @@ def test_a_loaded_service_decodes_each_buffer_alone() -> None:
     service = DecodeService(load_model(WhisperOptions()))
     try:
         recognizer = WhisperStreamingRecognizer(
-            options=StreamOptions(end_silence_ms=5000, chunk_ms=1000), decoder=service
+            options=StreamOptions(
+                end_silence_ms=5000, chunk_ms=1000, context=ContextRule(most_s=4.0)
+            ),
+            decoder=service,
         )
         recognizer.chunk_ms = 1000
         spans = _decoded_spans(recognizer)

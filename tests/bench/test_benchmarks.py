@@ -233,13 +233,15 @@ def test_multilingual_recall_in_the_evidence_language_and_across() -> None:
     assert cross["R@10"] > heard["cross"]["R@10"]
 
 
-def test_abuse_benchmark_heavy_user_is_refused_not_queued_and_a_ten_hour_track_is_refused() -> None:
-    """The decisions of the heavy scenario (issue 28), not its timings."""
+def test_abuse_benchmark_heavy_user_waits_its_turn_and_a_ten_hour_track_is_refused() -> None:
+    """The decisions of the heavy scenario (issue 28), not its timings. The user's stores
+    beside a running one were a 429 at once; since issue 57 a user's requests run one at a
+    time, the others waiting on the event loop (no thread held), so they are stored in turn,
+    and /healthz is answered all along."""
     result = load("abuse").run_heavy(None, seconds=3.0, idle_s=1.0, dense=False)
     answers = result["evidence_loop"]["answers"]
     assert set(answers) <= {201, 429}
     assert answers.get(201, 0) >= 1
-    assert answers.get(429, 0) >= 1  # the same user's stores beside a running one
     assert result["healthz_during_loop"]["failed"] == 0
     assert result["healthz_during_loop"]["answered"] > 0
     assert result["beside_6MB_evidence_loop"]["n"] > 0

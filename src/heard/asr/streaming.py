@@ -8,9 +8,9 @@ and goes out as a ``final`` inside continuous speech; the rest goes out as the `
 (each a ``Decoded`` step, the commits stage's record: ``heard.transcript.utterances``).
 Once the buffer is longer than ``trim_s`` it is cut in a pause after the last committed
 word, so a word is final about a second or two after it is spoken and each step decodes a
-few seconds of audio however long someone talks. Each decode also hears up to
-``ContextRule.most_s`` of the audio before its buffer again, as the CPU allows (its words
-were committed and are dropped). No prompt: a bad decode is never fed back.
+few seconds of audio however long someone talks. A ``ContextRule`` may have each decode
+also hear the audio before its buffer again, as the CPU allows (its words were committed and
+are dropped; off by default). No prompt: a bad decode is never fed back.
 Silero VAD on the buffer decides when an utterance ended (``end_silence_ms`` of silence
 after speech): its last decode's new words are the endpoint ``final``. A buffer that
 reaches ``max_utterance_s`` with nothing agreed commits all but its last word.
@@ -66,8 +66,11 @@ TRIM_S = 3.0
 """Cut the buffer after the last committed word once it is longer than this. Measured with
 ``bench/capacity.py`` (BENCHMARKS.md, capacity)."""
 
-CONTEXT_S = 4.0
-"""Audio before each buffer a decode hears again, when the CPU allows (``ContextRule``)."""
+CONTEXT_S = 0.0
+"""Audio before each buffer a decode hears again, when the CPU allows (``ContextRule``). Off:
+4 s (chosen on a tuning set) moved held-out WER by -0.005 on average at 1.3-1.6x the CPU, and
+on a server a lone stream's commit p95 went from 1.87 to 2.89 s by phone (BENCHMARKS.md,
+issue 58). ``ContextRule(most_s=4.0)`` turns it on."""
 
 FORCE_TRIM_S = 8.0
 """A buffer this long with no pause to cut in is cut after its last committed word."""
@@ -85,7 +88,8 @@ class ContextRule:
     The words in it were committed already and are dropped; hearing them steadies tiny.en's
     reading of what follows (a phrase of a phone call decoded alone from its first word reads
     worse than the same phrase with the seconds before it). It costs CPU: a decode of a 3 s
-    buffer with 4 s before it encodes 10 s instead of 6. A stream that decodes alone hears
+    buffer with 4 s before it encodes 10 s instead of 6. Off by default (``CONTEXT_S``: it
+    did not pay for itself on held-out calls). A stream that decodes alone hears
     ``most_s``; on a shared ``DecodeService`` the context shrinks as the workers' load rises
     from ``full_below`` to ``none_above``, below the load at which the service widens the
     step (``BUSY_ABOVE``): context is given back before latency."""
