@@ -53,19 +53,21 @@ def test_auto_counts_the_people_of_most_real_recordings() -> None:
     near = {name: abs(found(r) - int(r["people"])) <= 1 for name, r in REAL.items()}
     assert sum(near.values()) / len(near) >= 0.85, near
     right = {name: found(r) == int(r["people"]) for name, r in REAL.items()}
-    assert sum(right.values()) / len(right) >= 0.45, right  # 10 of 22 today
+    assert sum(right.values()) / len(right) >= 0.55, right  # 13 of 22 (spectral: 10)
     assert found(REAL["picovoice_falcon_3spk"]) == 3
 
 
-def test_auto_counts_every_reader_who_talks_for_a_few_seconds() -> None:
-    """In each spliced conversation of 2-9 real readers, ``auto`` finds exactly the readers
-    who talk for a few seconds alone (a reader heard in one or two stretches is not
-    counted)."""
+def test_auto_counts_the_readers_of_spliced_conversations_brief_ones_too() -> None:
+    """In the spliced conversations of 2-9 real readers ``auto`` never counts more readers
+    than there are and counts 7 of 8 conversations exactly, a reader heard in only two
+    stretches among six people included (the spectral clustering of issue 55's first round
+    counted 5 of 8: a reader of two stretches went to another's cluster)."""
     spliced = {name: r for name, r in REAL.items() if name.startswith("spliced")}
     assert max(int(r["people"]) for r in spliced.values()) == 9
-    assert {name: found(r) for name, r in spliced.items()} == {
-        name: heard(r) for name, r in spliced.items()
-    }
+    counted = {name: (found(r), int(r["people"])) for name, r in spliced.items()}
+    assert all(f <= people for f, people in counted.values()), counted
+    assert sum(f == people for f, people in counted.values()) >= 7, counted
+    assert counted["spliced03-6spk"] == (6, 6)  # libri2414 talks in two stretches
 
 
 def test_nine_real_people_are_counted_nine() -> None:
@@ -89,10 +91,10 @@ def test_nine_real_people_are_counted_nine() -> None:
 
 
 @pytest.mark.parametrize("people", [21, 25])
-def test_more_people_than_the_eigengap_search_are_all_counted(people: int) -> None:
-    """Vectors made here: past the 20 clusters the eigengap is looked for among, people whose
-    stretches are linked to no one else's are still each counted (searching only 20, 21
-    people were counted as one)."""
+def test_more_than_twenty_people_are_all_counted(people: int) -> None:
+    """Vectors made here: people whose stretches are like no one else's are each counted,
+    however many (issue 55's first round looked for an eigengap among 20 clusters, which
+    counted 21 people as one until it looked further)."""
     rng = np.random.default_rng(people)
     centres = rng.normal(size=(people, 192))
     vectors = np.vstack([c + 0.6 * np.linalg.norm(c) / np.sqrt(192) * rng.normal(size=(15, 192))
@@ -248,10 +250,11 @@ def two_people(stretches: int, alike: float) -> np.ndarray:
 @pytest.mark.parametrize(
     ("stretches", "thresholds", "people"),
     [
-        (4, CAMPLUSPLUS_THRESHOLDS, 1),  # few stretches: joined while over same_speaker (0.5)
+        (4, CAMPLUSPLUS_THRESHOLDS, 1),  # linked while over same_speaker (0.55)
         (4, Thresholds(same_speaker=0.7, one_person=0.7), 2),
-        (30, CAMPLUSPLUS_THRESHOLDS, 2),  # many: clusters joined over one_person (0.7)
-        (30, Thresholds(same_speaker=0.5, one_person=0.5), 1),
+        (30, CAMPLUSPLUS_THRESHOLDS, 1),
+        (30, Thresholds(same_speaker=0.65, one_person=0.7), 2),
+        (30, Thresholds(same_speaker=0.65, one_person=0.5), 1),  # centroids over one_person
     ],
 )
 def test_the_thresholds_given_are_the_ones_the_clustering_decides_by(

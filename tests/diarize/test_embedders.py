@@ -99,7 +99,7 @@ def test_the_embedder_chosen_by_name_carries_its_thresholds() -> None:
     chosen = speaker_embedder("campplus-sv-zh-en-common", threads=2)
     assert isinstance(chosen, CamPlusPlus)
     assert chosen.threads == 2
-    assert chosen.thresholds == Thresholds(same_speaker=0.5, one_person=0.7)
+    assert chosen.thresholds == Thresholds(same_speaker=0.55, one_person=0.7)
     assert chosen.thresholds == CAMPLUSPLUS_THRESHOLDS
     for diarizer in (OnnxDiarizer(embedder="campplus-sv-zh-en-common", threads=2), OnnxDiarizer()):
         assert isinstance(diarizer.embedder, CamPlusPlus)
