@@ -50,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conversations import (
     HELD_OUT,
     RATE,
-    TEST,
     REAL,
+    TEST,
     Conversation,
     conversations,
     held_out_spliced,
