@@ -17,9 +17,10 @@ per commit rule (``heard.asr.commits.CommitRule``):
 
 Per rule and step: WER of the committed text against what was said (AMI's words, fillers
 left out), pooled over the calls, beside tiny.en offline on each whole call (greedy,
-faster-whisper's defaults, as ``capacity`` reports it); commit latency from a word's end as
-said to its commit (the decode's CPU time added to the audio time of its step), p50 and p95;
-and the decoding CPU seconds per audio second. One thread: a stream's cost, not a server's.
+faster-whisper's defaults, the mean of ``OFFLINE_RUNS`` readings, as ``capacity`` reports
+it); commit latency from a word's end as said to its commit (the decode's CPU time added to
+the audio time of its step), p50 and p95; and the decoding CPU seconds per audio second. One
+thread: a stream's cost, not a server's.
 
 Usage: python bench/stream_policy.py [--sets room,phone] [--steps 500,1500] [--real DIR]
        [--rules heard,agreement] [--json]
@@ -48,6 +49,7 @@ from heard.release.cadence import nearest_rank
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capacity import (
     FRAME,
+    OFFLINE_RUNS,
     TAIL_SILENCE_S,
     Call,
     call_sets,
@@ -140,12 +142,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sets = call_sets([s for s in args.sets.split(",") if s], args.real)
     results: dict[str, Any] = {}
     for name, calls in sets.items():
-        texts = offline_texts(calls)
-        offline = offline_wer(calls, texts)["beam1"]
+        read = offline_wer(calls, offline_texts(calls))
+        offline = read["beam1"]
         seconds = sum(c.seconds for c in calls)
-        print(f"{name}: {', '.join(c.name for c in calls)} ({seconds:.0f} s); "
-              f"offline tiny.en WER {offline}", file=sys.stderr, flush=True)  # fmt: skip
-        rows = results[name] = {"offline_wer": offline, "rows": []}
+        print(f"{name}: {', '.join(c.name for c in calls)} ({seconds:.0f} s); offline tiny.en "
+              f"WER {offline} (mean of {OFFLINE_RUNS}: {read['beam1_low']}-{read['beam1_high']})",
+              file=sys.stderr, flush=True)  # fmt: skip
+        rows = results[name] = {"offline_wer": offline, "offline": read, "rows": []}
         for step in steps:
             for context in contexts:
                 for rule in rules:

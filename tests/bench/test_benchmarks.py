@@ -375,6 +375,26 @@ def test_capacity_benchmark_streams_real_calls_scored_against_what_was_said() ->
     assert {s.name for s in bench.call_sets(["room"], None)["room"]} == set(bench.ROOM)
 
 
+def test_offline_wer_is_the_mean_of_greedy_readings_with_their_range() -> None:
+    """Greedy offline tiny.en samples on fallback, so one reading is not the baseline: the
+    WER is pooled per reading over the calls (a call streamed twice counts twice), then
+    averaged, with the lowest and highest reading beside it."""
+    import numpy as np
+
+    bench = load("capacity")
+    a = bench.Call(np.zeros(16), "one two three four", [], "a")
+    b = bench.Call(np.zeros(16), "five six", [], "b")
+    texts = {
+        "a": {"beam1": ["one two three four", "one two three"], "beam5": ["one two three four"]},
+        "b": {"beam1": ["five six", "five"], "beam5": ["five"]},
+    }
+    found = bench.offline_wer([a, b, b], texts)
+    # reading 1: no error; reading 2: one of four and one of two twice, 3 of 8
+    assert found["beam1"] == round((0 + 3 / 8) / 2, 3)
+    assert (found["beam1_low"], found["beam1_high"]) == (0.0, 0.375)
+    assert found["beam5"] == 0.25
+
+
 def test_stream_policy_benchmark_reads_a_real_call_under_each_commit_rule() -> None:
     """bench/stream_policy.py on one AMI call at 1 s steps: heard's rule commits inside
     speech, the endpoint rule only once an utterance ends, so later; both read the call."""
