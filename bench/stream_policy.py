@@ -23,7 +23,11 @@ the audio time of its step), p50 and p95; and the decoding CPU seconds per audio
 thread: a stream's cost, not a server's.
 
 Usage: python bench/stream_policy.py [--sets room,phone] [--steps 500,1500] [--real DIR]
-       [--rules heard,agreement] [--json]
+       [--rules heard,agreement] [--contexts 0,4] [--beams 1,5] [--trims 3,15] [--json]
+
+Each of ``--contexts``, ``--beams`` and ``--trims`` is crossed with the others: the seconds of
+audio each decode hears again before its buffer, Whisper's beam, and the buffer length at
+which it is cut in a pause (``heard.asr.streaming.StreamOptions``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,7 +47,14 @@ import numpy as np
 
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.commits import CommitRule
-from heard.asr.streaming import ContextRule, Decoded, StreamOptions, WhisperStreamingRecognizer
+from heard.asr.streaming import (
+    FORCE_TRIM_S,
+    TRIM_S,
+    ContextRule,
+    Decoded,
+    StreamOptions,
+    WhisperStreamingRecognizer,
+)
 from heard.asr.whisper import WhisperOptions
 from heard.release.cadence import nearest_rank
 
@@ -71,12 +83,30 @@ RULES: dict[str, CommitRule] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Decoding:
+    """How each live decode reads its buffer: audio before it heard again, Whisper's beam,
+    and how long the buffer grows before it is cut in a pause (cut anyway 5 s later, at
+    least ``FORCE_TRIM_S``)."""
+
+    context_s: float = 0.0
+    beam: int = 1
+    trim_s: float = TRIM_S
+
+    def options(self, step_ms: int, rule: CommitRule) -> StreamOptions:
+        return StreamOptions(
+            chunk_ms=step_ms, commit=rule, context=ContextRule(self.context_s),
+            beam_size=self.beam, trim_s=self.trim_s,
+            force_trim_s=max(FORCE_TRIM_S, self.trim_s + 5),
+        )  # fmt: skip
+
+
 def stream(
-    call: Call, step_ms: int, rule: CommitRule, context_s: float = 0.0
+    call: Call, step_ms: int, rule: CommitRule, decoding: Decoding | None = None
 ) -> tuple[list[tuple[str, float]], float]:
     """The words ``call`` commits as one live stream, each with when (seconds of the call,
     plus the decoding time so far in that step); and the CPU seconds spent decoding."""
-    options = StreamOptions(chunk_ms=step_ms, commit=rule, context=ContextRule(context_s))
+    options = (decoding or Decoding()).options(step_ms, rule)
     recognizer = WhisperStreamingRecognizer(options=options, whisper=WhisperOptions(cpu_threads=1))
     silence = np.zeros(round(TAIL_SILENCE_S * SAMPLE_RATE), dtype=np.float32)
     audio = np.concatenate([call.samples.astype(np.float32), silence])
@@ -98,13 +128,13 @@ def stream(
 
 
 def measure(
-    calls: list[Call], step_ms: int, rule: CommitRule, context_s: float = 0.0
+    calls: list[Call], step_ms: int, rule: CommitRule, decoding: Decoding | None = None
 ) -> dict[str, Any]:
     pairs: list[tuple[str, str]] = []
     delays: list[float] = []
     cpu = seconds = 0.0
     for call in calls:
-        committed, spent = stream(call, step_ms, rule, context_s)
+        committed, spent = stream(call, step_ms, rule, decoding)
         words = [w for w, _ in committed]
         pairs.append((call.truth, " ".join(words)))
         for (_, at), end in zip(committed, matched_ends(words, call), strict=True):
@@ -126,6 +156,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--steps", default="500,1500", help="steps in ms (comma-separated)")
     parser.add_argument("--rules", default=",".join(RULES), help=f"of {', '.join(RULES)}")
     parser.add_argument("--contexts", default="0", help="seconds of audio before each buffer")
+    parser.add_argument("--beams", default="1", help="Whisper beam sizes (comma-separated)")
+    parser.add_argument("--trims", default=f"{TRIM_S:g}", help="buffer lengths at which a "
+                        "buffer is cut in a pause, seconds (comma-separated)")  # fmt: skip
     parser.add_argument("--real", type=Path, help="a folder of recordings with a .txt each")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
@@ -138,7 +171,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         steps = []
     if not steps or min(steps) <= 0:
         parser.error(f"--steps takes milliseconds over 0, e.g. 500,1500, not {args.steps!r}")
-    contexts = [float(c) for c in args.contexts.split(",")]
+    decodings = [Decoding(float(c), int(b), float(t)) for c in args.contexts.split(",")
+                 for b in args.beams.split(",") for t in args.trims.split(",")]  # fmt: skip
     sets = call_sets([s for s in args.sets.split(",") if s], args.real)
     results: dict[str, Any] = {}
     for name, calls in sets.items():
@@ -150,16 +184,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               file=sys.stderr, flush=True)  # fmt: skip
         rows = results[name] = {"offline_wer": offline, "offline": read, "rows": []}
         for step in steps:
-            for context in contexts:
+            for decoding in decodings:
                 for rule in rules:
                     row = {
                         "rule": rule,
                         "step_ms": step,
-                        "context_s": context,
-                        **measure(calls, step, RULES[rule], context),
+                        "context_s": decoding.context_s,
+                        "beam": decoding.beam,
+                        "trim_s": decoding.trim_s,
+                        **measure(calls, step, RULES[rule], decoding),
                     }
                     rows["rows"].append(row)
-                    print(f"  {rule:13} step {step:>5} ms  context {context:g} s  "
+                    print(f"  {rule:13} step {step:>5} ms  context {decoding.context_s:g} s  "
+                          f"beam {decoding.beam}  trim {decoding.trim_s:g} s  "
                           f"WER {row['wer']:.3f} ({row['wer'] - offline:+.3f})  "
                           f"commit p50 {row['commit_p50_s']:.2f} "
                           f"p95 {row['commit_p95_s']:.2f} s  CPU {row['cpu_s_per_s']:.3f} s/s",

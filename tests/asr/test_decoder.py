@@ -62,6 +62,35 @@ def test_a_batch_gives_each_buffer_what_it_gets_alone(jfk: np.ndarray) -> None:
 
 
 @pytest.mark.asr
+def test_a_buffer_read_with_a_beam_is_decoded_apart_with_that_beam(jfk: np.ndarray) -> None:
+    """A stream may read with Whisper's beam (``StreamOptions.beam_size``): its buffer is not
+    batched with greedy ones of the same context, and the beam reaches the generator."""
+    decoder = BufferDecoder(load_model(WhisperOptions()), "en")
+    model = decoder._whisper.model
+    beams: list[int] = []
+
+    class Recorded:
+        def generate(self, *args: object, **kwargs: object) -> object:
+            beams.append(int(kwargs["beam_size"]))  # type: ignore[call-overload]
+            return model.generate(*args, **kwargs)
+
+        def __getattr__(self, name: str) -> object:  # the encoder and the rest, as they are
+            return getattr(model, name)
+
+    decoder._whisper.model = Recorded()
+    try:
+        second = SAMPLE_RATE
+        requests = [Request(jfk[: 3 * second], word_timestamps=True),
+                    Request(jfk[: 3 * second], word_timestamps=True, beam_size=5)]  # fmt: skip
+        alone = [decoder.decode([r])[0] for r in requests]
+        assert beams == [1, 5]
+        assert decoder.decode(requests) == alone
+        assert sorted(beams[2:]) == [1, 5], "the same context, two groups"
+    finally:
+        decoder._whisper.model = model
+
+
+@pytest.mark.asr
 def test_the_service_hands_each_stream_its_own_reading(jfk: np.ndarray) -> None:
     """Streams on many threads, one service: each gets exactly its own buffer's reading, and a
     stream that stops sending holds nothing up (the rounds go on without it)."""

@@ -217,6 +217,40 @@ def test_each_decode_hears_the_audio_before_its_buffer_and_no_word_twice(
 
 
 @pytest.mark.asr
+def test_a_stream_reads_with_the_beam_and_buffer_length_it_was_given() -> None:
+    """Issue 58's measured options (greedy and 3 s ship): each decode asks for the stream's
+    beam, and a buffer grows to ``trim_s`` before it is cut in a pause; every word once."""
+    jfk = load_audio(AUDIO / "jfk.flac")
+    options = StreamOptions(end_silence_ms=5000, beam_size=5, trim_s=15.0, force_trim_s=20.0)
+    recognizer = WhisperStreamingRecognizer(options=options)
+    beams: list[int] = []
+    lengths: list[float] = []
+    decode = recognizer._decoder.decode
+
+    def spy(language: str, requests: list) -> list:  # type: ignore[type-arg]
+        beams.extend(r.beam_size for r in requests)
+        lengths.append((recognizer.received - recognizer._utt_start) / SAMPLE_RATE)
+        return decode(language, requests)
+
+    recognizer._decoder.decode = spy  # type: ignore[method-assign]
+    said: list[Decoded] = []
+    for frame in frames(jfk):
+        said += recognizer.push(frame)
+    said += recognizer.finish()
+    words = strip_punctuation(finals(said)).split()
+    # beam 5 reads "asked not" where greedy reads "ask not": each word once all the same
+    assert len(words) == len(JFK.split())
+    assert words[:5] == JFK.split()[:5]
+    assert words[6:] == JFK.split()[6:]
+    assert set(beams) == {5}
+    assert max(lengths) > 8.0, "not cut at 3 s, nor forced at 8"
+    with pytest.raises(ValueError, match="beam_size >= 1"):
+        StreamOptions(beam_size=0)
+    with pytest.raises(ValueError, match="force_trim_s >= trim_s"):
+        StreamOptions(trim_s=10.0)
+
+
+@pytest.mark.asr
 def test_a_loaded_service_decodes_each_buffer_alone() -> None:
     from heard.asr.service import DecodeService
     from heard.asr.whisper import WhisperOptions, load_model

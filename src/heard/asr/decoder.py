@@ -77,11 +77,12 @@ def _audio_s(context_s: int) -> float:
 @dataclass(frozen=True, slots=True)
 class Request:
     """One buffer to decode: its audio (16 kHz mono), the text said before it (the prompt,
-    for context and casing) and whether to time its words."""
+    for context and casing), whether to time its words, and Whisper's beam (1: greedy)."""
 
     audio: npt.NDArray[np.float32]
     prompt: str = ""
     word_timestamps: bool = False
+    beam_size: int = 1
 
     @property
     def duration_s(self) -> float:
@@ -104,16 +105,17 @@ class BufferDecoder:
     def decode(self, requests: Sequence[Request]) -> list[list[Segment]]:
         """Each request's segments, times in seconds from the start of its buffer."""
         out: list[list[Segment]] = [[] for _ in requests]
-        groups: dict[tuple[int, bool, int], list[int]] = {}
+        groups: dict[tuple[int, bool, int, int], list[int]] = {}
         prompts = [self._prompt(r.prompt) for r in requests]
         for i, r in enumerate(requests):
             if len(r.audio):
-                key = (context_seconds(r.duration_s), r.word_timestamps, len(prompts[i]))
+                key = (context_seconds(r.duration_s), r.word_timestamps, len(prompts[i]),
+                       r.beam_size)  # fmt: skip
                 groups.setdefault(key, []).append(i)
-        for (context_s, timed, _), members in groups.items():
+        for (context_s, timed, _, beam), members in groups.items():
             decoded = self._decode_group(
                 context_s, [requests[i] for i in members], [prompts[i] for i in members],
-                timed=timed,
+                timed=timed, beam_size=beam,
             )  # fmt: skip
             for i, segments in zip(members, decoded, strict=True):
                 out[i] = segments
@@ -127,7 +129,13 @@ class BufferDecoder:
         return ([t.sot_prev, *previous] if previous else []) + list(t.sot_sequence)
 
     def _decode_group(
-        self, context_s: int, requests: list[Request], prompts: list[list[int]], *, timed: bool
+        self,
+        context_s: int,
+        requests: list[Request],
+        prompts: list[list[int]],
+        *,
+        timed: bool,
+        beam_size: int = 1,
     ) -> list[list[Segment]]:
         import numpy as np
 
@@ -141,7 +149,7 @@ class BufferDecoder:
         results = self._whisper.model.generate(
             encoded,
             prompts,
-            beam_size=1,
+            beam_size=beam_size,
             # the prompt counts, in CTranslate2's length; Whisper's text context is 448. From the
             # group's context and prompt length, so a batch generates what each would alone;
             # only the audio part of the context (not the silence after it) is budgeted: what

@@ -126,6 +126,12 @@ class StreamOptions:
     """A buffer this long with nothing agreed commits all but its last word."""
     trim_s: float = TRIM_S
     """A buffer longer than this is cut after its last committed word."""
+    force_trim_s: float = FORCE_TRIM_S
+    """A buffer this long with no pause to cut in is cut after its last committed word."""
+    beam_size: int = 1
+    """Whisper's beam for each decode. Greedy ships: beam 5, with 15 s buffers, read AMI's
+    calls 0.02-0.06 better and pyannote's phone call 0.05-0.06 worse, at about twice the CPU
+    (BENCHMARKS.md, issue 58)."""
     strip_punctuation: bool = False
     """Emulate recognizers that never punctuate (and do not case)."""
     word_timestamps: bool = False
@@ -140,6 +146,8 @@ class StreamOptions:
     def __post_init__(self) -> None:
         if self.chunk_ms <= 0:
             raise ValueError(f"chunk_ms must be > 0, got {self.chunk_ms}")
+        if self.beam_size < 1 or self.force_trim_s < self.trim_s:
+            raise ValueError("beam_size >= 1 and force_trim_s >= trim_s, please")
 
 
 _PUNCTUATION = re.compile(r"[^\w\s'\-]")
@@ -295,7 +303,7 @@ class WhisperStreamingRecognizer:
         # no prompt: given the committed "ask not what", tiny.en goes on with the words it
         # remembers, not the ones said (a famous line doubled at 1 s steps); a bad decode is
         # never fed back (heard.asr.whisper's rule for files too)
-        request = Request(audio, word_timestamps=True)
+        request = Request(audio, word_timestamps=True, beam_size=self.options.beam_size)
         segments = self._decoder.decode(language, [request])[0]
         at = start / SAMPLE_RATE
         buffer_s = (self._utt_start - start) / SAMPLE_RATE
@@ -350,7 +358,8 @@ class WhisperStreamingRecognizer:
                 if pending:
                     events.append(self._decoded(EventKind.PARTIAL, pending))
                 if len(buffer) / SAMPLE_RATE >= o.trim_s:
-                    self._trim(speech, audio_end, force=len(buffer) / SAMPLE_RATE >= FORCE_TRIM_S)
+                    long = len(buffer) / SAMPLE_RATE >= o.force_trim_s
+                    self._trim(speech, audio_end, force=long)
         events = [e for e in events if e.text or e.endpoint]
         # audio before the utterance's context is never looked at again
         drop = self._utt_start - round(self.options.context.most_s * SAMPLE_RATE) - self._offset
@@ -361,7 +370,7 @@ class WhisperStreamingRecognizer:
 
     def _trim(self, speech: list[dict[str, int]], audio_end: int, *, force: bool) -> None:
         """Cut the buffer in the last pause (VAD) behind the committed words
-        (``WordCommits.cut_at``); with none, once it reaches ``FORCE_TRIM_S``, in an earlier
+        (``WordCommits.cut_at``); with none, once it reaches ``force_trim_s``, in an earlier
         pause or after them."""
         at = self._utt_start / SAMPLE_RATE
         pauses = [(at + left["end"] / SAMPLE_RATE, at + right["start"] / SAMPLE_RATE)
