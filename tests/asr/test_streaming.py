@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from heard.asr.audio import SAMPLE_RATE, load_audio
+from heard.asr.decoder import Request
 from heard.asr.service import PACE_STEPS_MS
 from heard.asr.streaming import (
     CONTEXT_S,
@@ -180,18 +181,23 @@ def test_context_is_given_back_as_the_decoders_load_rises() -> None:
         ContextRule(full_below=0.8, none_above=0.7)
 
 
-def _decoded_spans(recognizer: WhisperStreamingRecognizer) -> list[tuple[float, float]]:
-    """Record, for each decode, how much audio it got and where its buffer began (seconds)."""
-    spans: list[tuple[float, float]] = []
+def _decodes(recognizer: WhisperStreamingRecognizer) -> list[tuple[list[Request], float]]:
+    """Record, for each decode, what was asked of the decoder and how long the stream's
+    buffer was then (seconds)."""
+    seen: list[tuple[list[Request], float]] = []
     decode = recognizer._decoder.decode
 
-    def spy(language: str, requests: list) -> list:  # type: ignore[type-arg]
-        buffer_s = (recognizer.received - recognizer._utt_start) / SAMPLE_RATE
-        spans.append((len(requests[0].audio) / SAMPLE_RATE, buffer_s))
+    def spy(language: str, requests: list[Request]) -> list:  # type: ignore[type-arg]
+        seen.append((list(requests), (recognizer.received - recognizer._utt_start) / SAMPLE_RATE))
         return decode(language, requests)
 
     recognizer._decoder.decode = spy  # type: ignore[method-assign]
-    return spans
+    return seen
+
+
+def _spans(seen: list[tuple[list[Request], float]]) -> list[tuple[float, float]]:
+    """How much audio each decode got and how long its buffer was (seconds)."""
+    return [(len(requests[0].audio) / SAMPLE_RATE, buffer_s) for requests, buffer_s in seen]
 
 
 @pytest.mark.asr
@@ -204,13 +210,13 @@ def test_each_decode_hears_the_audio_before_its_buffer_and_no_word_twice(
     jfk = load_audio(AUDIO / "jfk.flac")
     options = StreamOptions(end_silence_ms=5000, context=ContextRule(most_s=context_s))
     recognizer = WhisperStreamingRecognizer(options=options)
-    spans = _decoded_spans(recognizer)
+    seen = _decodes(recognizer)
     said: list[Decoded] = []
     for frame in frames(jfk):
         said += recognizer.push(frame)
     said += recognizer.finish()
     assert strip_punctuation(finals(said)) == JFK
-    heard_before = [audio_s - buffer_s for audio_s, buffer_s in spans]
+    heard_before = [audio_s - buffer_s for audio_s, buffer_s in _spans(seen)]
     if context_s:  # once the buffer was cut, decodes begin up to 4 s before it
         assert max(heard_before) > 1.0
     assert max(heard_before) <= context_s + 0.15  # a frame of audio may arrive meanwhile
@@ -223,16 +229,7 @@ def test_a_stream_reads_with_the_beam_and_buffer_length_it_was_given() -> None:
     jfk = load_audio(AUDIO / "jfk.flac")
     options = StreamOptions(end_silence_ms=5000, beam_size=5, trim_s=15.0, force_trim_s=20.0)
     recognizer = WhisperStreamingRecognizer(options=options)
-    beams: list[int] = []
-    lengths: list[float] = []
-    decode = recognizer._decoder.decode
-
-    def spy(language: str, requests: list) -> list:  # type: ignore[type-arg]
-        beams.extend(r.beam_size for r in requests)
-        lengths.append((recognizer.received - recognizer._utt_start) / SAMPLE_RATE)
-        return decode(language, requests)
-
-    recognizer._decoder.decode = spy  # type: ignore[method-assign]
+    seen = _decodes(recognizer)
     said: list[Decoded] = []
     for frame in frames(jfk):
         said += recognizer.push(frame)
@@ -242,8 +239,8 @@ def test_a_stream_reads_with_the_beam_and_buffer_length_it_was_given() -> None:
     assert len(words) == len(JFK.split())
     assert words[:5] == JFK.split()[:5]
     assert words[6:] == JFK.split()[6:]
-    assert set(beams) == {5}
-    assert max(lengths) > 8.0, "not cut at 3 s, nor forced at 8"
+    assert {r.beam_size for requests, _ in seen for r in requests} == {5}
+    assert max(buffer_s for _, buffer_s in seen) > 8.0, "not cut at 3 s, nor forced at 8"
     with pytest.raises(ValueError, match="beam_size >= 1"):
         StreamOptions(beam_size=0)
     with pytest.raises(ValueError, match="force_trim_s >= trim_s"):
@@ -264,12 +261,12 @@ def test_a_loaded_service_decodes_each_buffer_alone() -> None:
             decoder=service,
         )
         recognizer.chunk_ms = 1000
-        spans = _decoded_spans(recognizer)
+        seen = _decodes(recognizer)
         service.pace.last_load = 0.9  # busier than ContextRule's none_above
         for frame in frames(load_audio(AUDIO / "jfk.flac")):
             recognizer.push(frame)
             service.pace.last_load = 0.9
-        assert spans
-        assert max(audio_s - buffer_s for audio_s, buffer_s in spans) <= 0.15
+        assert seen
+        assert max(audio_s - buffer_s for audio_s, buffer_s in _spans(seen)) <= 0.15
     finally:
         service.close()
