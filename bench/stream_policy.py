@@ -50,8 +50,8 @@ from heard.asr.commits import CommitRule
 from heard.asr.streaming import (
     FORCE_TRIM_S,
     TRIM_S,
-    ContextRule,
     Decoded,
+    SpareRule,
     StreamOptions,
     WhisperStreamingRecognizer,
 )
@@ -95,7 +95,7 @@ class Decoding:
 
     def options(self, step_ms: int, rule: CommitRule) -> StreamOptions:
         return StreamOptions(
-            chunk_ms=step_ms, commit=rule, context=ContextRule(self.context_s),
+            chunk_ms=step_ms, commit=rule, spare=SpareRule(context_s=self.context_s),
             beam_size=self.beam, trim_s=self.trim_s,
             force_trim_s=max(FORCE_TRIM_S, self.trim_s + 5),
         )  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -10,8 +12,8 @@ from heard.asr.decoder import Request
 from heard.asr.service import PACE_STEPS_MS
 from heard.asr.streaming import (
     CONTEXT_S,
-    ContextRule,
     Decoded,
+    SpareRule,
     StreamOptions,
     WhisperStreamingRecognizer,
     stream_events,
@@ -172,13 +174,26 @@ def test_the_silence_after_the_last_committed_words_ends_the_utterance(
 
 
 def test_context_is_given_back_as_the_decoders_load_rises() -> None:
-    rule = ContextRule(most_s=4.0, full_below=0.4, none_above=0.7)
+    rule = SpareRule(context_s=4.0, full_below=0.4, none_above=0.7)
     assert rule.before_s(None) == 4.0  # a stream decoding alone
     assert rule.before_s(0.2) == rule.before_s(0.4) == 4.0
     assert [rule.before_s(x) for x in (0.5, 0.6, 0.7, 0.95)] == [2.5, 1.0, 0.0, 0.0]
-    assert ContextRule.none().before_s(None) == 0.0
+    assert SpareRule().before_s(None) == 0.0
     with pytest.raises(ValueError, match="full_below < none_above"):
-        ContextRule(full_below=0.8, none_above=0.7)
+        SpareRule(full_below=0.8, none_above=0.7)
+
+
+def test_spare_beam_and_buffers_start_below_one_load_and_stop_above_another() -> None:
+    rule = SpareRule.wide()
+    assert rule.spends(None, spending=False), "a stream decoding alone always spends"
+    assert rule.spends(0.4, spending=False)
+    assert not rule.spends(0.5, spending=False), "not yet spending: starts only below 0.4"
+    assert rule.spends(0.65, spending=True), "spending: stops only above 0.7"
+    assert not rule.spends(0.75, spending=True)
+    with pytest.raises(ValueError, match="beam_size >= 1"):
+        SpareRule(beam_size=0)
+    with pytest.raises(ValueError, match="force_trim_s >= trim_s"):
+        SpareRule(trim_s=15.0)
 
 
 def _decodes(recognizer: WhisperStreamingRecognizer) -> list[tuple[list[Request], float]]:
@@ -208,7 +223,7 @@ def test_each_decode_hears_the_audio_before_its_buffer_and_no_word_twice(
     """Issue 58: with CPU to spare a decode hears the committed audio before its buffer again
     (its words dropped), so that what follows reads as in the whole recording."""
     jfk = load_audio(AUDIO / "jfk.flac")
-    options = StreamOptions(end_silence_ms=5000, context=ContextRule(most_s=context_s))
+    options = StreamOptions(end_silence_ms=5000, spare=SpareRule(context_s=context_s))
     recognizer = WhisperStreamingRecognizer(options=options)
     seen = _decodes(recognizer)
     said: list[Decoded] = []
@@ -256,13 +271,13 @@ def test_a_loaded_service_decodes_each_buffer_alone() -> None:
     try:
         recognizer = WhisperStreamingRecognizer(
             options=StreamOptions(
-                end_silence_ms=5000, chunk_ms=1000, context=ContextRule(most_s=4.0)
+                end_silence_ms=5000, chunk_ms=1000, spare=SpareRule(context_s=4.0)
             ),
             decoder=service,
         )
         recognizer.chunk_ms = 1000
         seen = _decodes(recognizer)
-        service.pace.last_load = 0.9  # busier than ContextRule's none_above
+        service.pace.last_load = 0.9  # busier than SpareRule's none_above
         for frame in frames(load_audio(AUDIO / "jfk.flac")):
             recognizer.push(frame)
             service.pace.last_load = 0.9
@@ -270,3 +285,39 @@ def test_a_loaded_service_decodes_each_buffer_alone() -> None:
         assert max(audio_s - buffer_s for audio_s, buffer_s in _spans(seen)) <= 0.15
     finally:
         service.close()
+
+
+@pytest.mark.asr
+def test_a_stream_spends_spare_cpu_on_its_reading_and_gives_it_back_under_load() -> None:
+    """Issue 58: on a shared service a stream reads with the spare rule's beam and longer
+    buffers while the workers are idle, reads greedy with short buffers once they are busy,
+    and does not flap in between (the load its own beam adds keeps it on, the load it gave
+    back keeps it off); every word once throughout."""
+    from heard.asr.service import DecodeService
+    from heard.asr.whisper import WhisperOptions, load_model
+
+    service = DecodeService(load_model(WhisperOptions()))
+    try:
+        options = StreamOptions(end_silence_ms=5000, spare=SpareRule.wide())
+        recognizer = WhisperStreamingRecognizer(options=options, decoder=service)
+        recognizer.chunk_ms = 1000
+        seen = _decodes(recognizer)
+        # the workers' load, by seconds of the stream: idle, between, busy, between, idle
+        loads = [(4.0, 0.2), (6.0, 0.55), (8.0, 0.9), (9.5, 0.55), (99.0, 0.3)]
+        beams: dict[float, set[int]] = {}
+        said: list[Decoded] = []
+        for frame in frames(load_audio(AUDIO / "jfk.flac")):
+            load = next(x for until, x in loads if recognizer.received / SAMPLE_RATE < until)
+            service.pace.last_load = load
+            before = len(seen)
+            said += recognizer.push(frame)
+            beams.setdefault(load, set()).update(r.beam_size for rs, _ in seen[before:] for r in rs)
+        said += recognizer.finish()
+    finally:
+        service.close()
+    # 0.55 read with beam 5 after idle, greedy after busy
+    assert beams == {0.2: {5}, 0.55: {1, 5}, 0.9: {1}, 0.3: {5}}
+    order = [r.beam_size for rs, _ in seen for r in rs]
+    switches = sum(a != b for a, b in pairwise(order))
+    assert switches == 2, f"beam 5, then greedy under load, then beam 5 again: {order}"
+    assert len(strip_punctuation(finals(said)).split()) == len(JFK.split())

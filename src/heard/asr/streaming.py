@@ -8,9 +8,10 @@ and goes out as a ``final`` inside continuous speech; the rest goes out as the `
 (each a ``Decoded`` step, the commits stage's record: ``heard.transcript.utterances``).
 Once the buffer is longer than ``trim_s`` it is cut in a pause after the last committed
 word, so a word is final about a second or two after it is spoken and each step decodes a
-few seconds of audio however long someone talks. A ``ContextRule`` may have each decode
-also hear the audio before its buffer again, as the CPU allows (its words were committed and
-are dropped; off by default). No prompt: a bad decode is never fed back.
+few seconds of audio however long someone talks. A ``SpareRule`` may have each decode
+spend spare CPU (off by default): hear the audio before its buffer again (its words were
+committed and are dropped), read with a beam, let the buffer grow longer before it is cut.
+No prompt: a bad decode is never fed back.
 Silero VAD on the buffer decides when an utterance ended (``end_silence_ms`` of silence
 after speech): its last decode's new words are the endpoint ``final``. A buffer that
 reaches ``max_utterance_s`` with nothing agreed commits all but its last word.
@@ -51,8 +52,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_S",
     "STREAM_CLOCKS",
-    "ContextRule",
     "Decoded",
+    "SpareRule",
     "StreamOptions",
     "StreamingRecognizer",
     "WhisperStreamingRecognizer",
@@ -67,10 +68,10 @@ TRIM_S = 3.0
 ``bench/capacity.py`` (BENCHMARKS.md, capacity)."""
 
 CONTEXT_S = 0.0
-"""Audio before each buffer a decode hears again, when the CPU allows (``ContextRule``). Off:
+"""Audio before each buffer a decode hears again, when the CPU allows (``SpareRule``). Off:
 4 s (chosen on a tuning set) moved held-out WER by -0.005 on average at 1.3-1.6x the CPU, and
 on a server a lone stream's commit p95 went from 1.87 to 2.89 s by phone (BENCHMARKS.md,
-issue 58). ``ContextRule(most_s=4.0)`` turns it on."""
+issue 58). ``SpareRule(context_s=4.0)`` turns it on."""
 
 FORCE_TRIM_S = 8.0
 """A buffer this long with no pause to cut in is cut after its last committed word."""
@@ -82,38 +83,62 @@ STREAM_CLOCKS: Registry[Callable[[float], float]] = Registry(
 
 
 @dataclass(frozen=True, slots=True)
-class ContextRule:
-    """How much audio before its buffer each decode hears again, by how busy decoding is.
+class SpareRule:
+    """What each decode of a live stream spends beyond the lean reading while decoding has CPU
+    to spare, and how it gives that back as the load rises: the audio before its buffer,
+    heard again (``context_s``), Whisper's beam (``beam_size``) and how long its buffer grows
+    before it is cut in a pause (``trim_s``, cut anyway at ``force_trim_s``).
 
-    The words in it were committed already and are dropped; hearing them steadies tiny.en's
-    reading of what follows (a phrase of a phone call decoded alone from its first word reads
-    worse than the same phrase with the seconds before it). It costs CPU: a decode of a 3 s
-    buffer with 4 s before it encodes 10 s instead of 6. Off by default (``CONTEXT_S``: it
-    did not pay for itself on held-out calls). A stream that decodes alone hears
-    ``most_s``; on a shared ``DecodeService`` the context shrinks as the workers' load rises
-    from ``full_below`` to ``none_above``, below the load at which the service widens the
-    step (``BUSY_ABOVE``): context is given back before latency."""
+    The words of the context were committed already and are dropped; hearing them steadies
+    tiny.en's reading of what follows (a phrase of a phone call decoded alone from its first
+    word reads worse than the same phrase with the seconds before it). A beam and longer
+    buffers read more of each utterance before its words are committed. All of it costs
+    CPU: a 3 s buffer with 4 s before it encodes 10 s instead of 6; beam 5 with 15 s buffers
+    costs 1.7-2.7x greedy with 3 s. Off by default (``SpareRule()`` spends nothing): no
+    setting measured read better on every held-out set (BENCHMARKS.md, issue 58);
+    ``SpareRule.wide()`` is the one that read best pooled.
 
-    most_s: float = CONTEXT_S
+    A stream that decodes alone always spends. On a shared ``DecodeService`` the context
+    shrinks as the workers' load rises from ``full_below`` to ``none_above``; the beam and the
+    longer buffers start once the load is at most ``full_below`` and stop once it passes
+    ``none_above`` (the stream's own spending raises the load: a lower bar to start than to
+    stop keeps it from flapping). Both are below the load at which the service widens the
+    step (``heard.asr.service.BUSY_ABOVE``): spare work is given back before latency."""
+
+    context_s: float = CONTEXT_S
+    beam_size: int = 1
+    trim_s: float = TRIM_S
+    force_trim_s: float = FORCE_TRIM_S
     full_below: float = 0.4
     none_above: float = 0.7
 
     def __post_init__(self) -> None:
-        if self.most_s < 0 or not 0 <= self.full_below < self.none_above:
-            raise ValueError("most_s >= 0 and 0 <= full_below < none_above, please")
+        if self.context_s < 0 or not 0 <= self.full_below < self.none_above:
+            raise ValueError("context_s >= 0 and 0 <= full_below < none_above, please")
+        if self.beam_size < 1 or self.force_trim_s < self.trim_s:
+            raise ValueError("beam_size >= 1 and force_trim_s >= trim_s, please")
+
+    @classmethod
+    def wide(cls) -> SpareRule:
+        """Beam 5 and buffers of up to 15 s (cut anyway at 20 s) while the CPU is spare: over
+        1,293 held-out words of four real sets, 0.016-0.025 WER better than greedy with 3 s
+        buffers at 1.7-2.7x the CPU; better on AMI's calls, worse on pyannote's (issue 58)."""
+        return cls(beam_size=5, trim_s=15.0, force_trim_s=20.0)
 
     def before_s(self, load: float | None) -> float:
         """The seconds before the buffer a decode hears at ``load`` (None: the stream
         decodes alone), in half seconds."""
         if load is None or load <= self.full_below:
-            return self.most_s
+            return self.context_s
         share = max(0.0, (self.none_above - load) / (self.none_above - self.full_below))
-        return math.floor(self.most_s * share * 2) / 2
+        return math.floor(self.context_s * share * 2) / 2
 
-    @classmethod
-    def none(cls) -> ContextRule:
-        """Each buffer decoded alone (as streams were before; for comparing policies)."""
-        return cls(most_s=0.0)
+    def spends(self, load: float | None, *, spending: bool) -> bool:
+        """Whether a decode at ``load`` reads with this rule's beam and buffer length, given
+        whether the stream's last decode did (``spending``)."""
+        if load is None:
+            return True
+        return load <= (self.none_above if spending else self.full_below)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +154,8 @@ class StreamOptions:
     force_trim_s: float = FORCE_TRIM_S
     """A buffer this long with no pause to cut in is cut after its last committed word."""
     beam_size: int = 1
-    """Whisper's beam for each decode. Greedy ships: beam 5, with 15 s buffers, read AMI's
-    calls 0.02-0.06 better and pyannote's phone call 0.05-0.06 worse, at about twice the CPU
-    (BENCHMARKS.md, issue 58)."""
+    """Whisper's beam for each decode, at any load (``spare`` may widen it while the CPU is
+    spare)."""
     strip_punctuation: bool = False
     """Emulate recognizers that never punctuate (and do not case)."""
     word_timestamps: bool = False
@@ -140,8 +164,8 @@ class StreamOptions:
     clock: StreamClock = "simulated"
     commit: CommitRule = field(default_factory=CommitRule)
     """When a word inside continuous speech is final (``heard.asr.commits``)."""
-    context: ContextRule = field(default_factory=ContextRule)
-    """Audio before the buffer each decode hears again."""
+    spare: SpareRule = field(default_factory=SpareRule)
+    """What each decode spends beyond the above while the CPU is spare (off by default)."""
 
     def __post_init__(self) -> None:
         if self.chunk_ms <= 0:
@@ -235,6 +259,7 @@ class WhisperStreamingRecognizer:
         self._commits = WordCommits(self.options.commit)
         self._detected: str | None = None
         self._heard_to = 0  # where the last decode of speech ended (absolute samples)
+        self._spending = False  # the last step read with the spare rule's beam and buffers
 
     @property
     def received(self) -> int:
@@ -282,14 +307,29 @@ class WhisperStreamingRecognizer:
         timed = tuple(words) if self.options.word_timestamps else ()
         return Decoded(kind, text, start, end, timed, endpoint)
 
+    def _load(self) -> float | None:
+        """How busy the shared service's workers were (None: this stream decodes alone)."""
+        return self._decoder.pace.last_load if isinstance(self._decoder, DecodeService) else None
+
     def _context(self) -> int:
-        """Where the next decode starts (absolute samples): up to the context rule's seconds
-        of audio before the buffer, heard again (``ContextRule``)."""
-        load = None
-        if isinstance(self._decoder, DecodeService):
-            load = self._decoder.pace.last_load
-        before = round(self.options.context.before_s(load) * SAMPLE_RATE)
+        """Where the next decode starts (absolute samples): up to the spare rule's seconds of
+        audio before the buffer, heard again (``SpareRule``)."""
+        before = round(self.options.spare.before_s(self._load()) * SAMPLE_RATE)
         return max(self._offset, self._utt_start - before)
+
+    @property
+    def beam_size(self) -> int:
+        """Whisper's beam for this step's decodes."""
+        o = self.options
+        return max(o.beam_size, o.spare.beam_size) if self._spending else o.beam_size
+
+    def _trims(self) -> tuple[float, float]:
+        """The buffer lengths (seconds) at which this step cuts it in a pause, and at which
+        it cuts it anyway."""
+        o = self.options
+        if not self._spending:
+            return o.trim_s, o.force_trim_s
+        return max(o.trim_s, o.spare.trim_s), max(o.force_trim_s, o.spare.force_trim_s)
 
     def _decode(self, end: int) -> list[Word]:
         """The buffer's words up to ``end`` (absolute samples), at their times in the stream;
@@ -303,7 +343,7 @@ class WhisperStreamingRecognizer:
         # no prompt: given the committed "ask not what", tiny.en goes on with the words it
         # remembers, not the ones said (a famous line doubled at 1 s steps); a bad decode is
         # never fed back (heard.asr.whisper's rule for files too)
-        request = Request(audio, word_timestamps=True, beam_size=self.options.beam_size)
+        request = Request(audio, word_timestamps=True, beam_size=self.beam_size)
         segments = self._decoder.decode(language, [request])[0]
         at = start / SAMPLE_RATE
         buffer_s = (self._utt_start - start) / SAMPLE_RATE
@@ -318,6 +358,7 @@ class WhisperStreamingRecognizer:
         """Decode the current utterance up to ``audio_end`` (absolute samples)."""
         o = self.options
         self._decoded_to = audio_end
+        self._spending = o.spare.spends(self._load(), spending=self._spending)
         buffer = self._audio[self._utt_start - self._offset : audio_end - self._offset]
         events: list[Decoded] = []
         speech = _speech(buffer)
@@ -357,12 +398,13 @@ class WhisperStreamingRecognizer:
                     self._remember(done)
                 if pending:
                     events.append(self._decoded(EventKind.PARTIAL, pending))
-                if len(buffer) / SAMPLE_RATE >= o.trim_s:
-                    long = len(buffer) / SAMPLE_RATE >= o.force_trim_s
+                trim_s, force_trim_s = self._trims()
+                if len(buffer) / SAMPLE_RATE >= trim_s:
+                    long = len(buffer) / SAMPLE_RATE >= force_trim_s
                     self._trim(speech, audio_end, force=long)
         events = [e for e in events if e.text or e.endpoint]
         # audio before the utterance's context is never looked at again
-        drop = self._utt_start - round(self.options.context.most_s * SAMPLE_RATE) - self._offset
+        drop = self._utt_start - round(o.spare.context_s * SAMPLE_RATE) - self._offset
         if drop > 0:
             self._audio = self._audio[drop:]
             self._offset += drop
@@ -370,7 +412,7 @@ class WhisperStreamingRecognizer:
 
     def _trim(self, speech: list[dict[str, int]], audio_end: int, *, force: bool) -> None:
         """Cut the buffer in the last pause (VAD) behind the committed words
-        (``WordCommits.cut_at``); with none, once it reaches ``force_trim_s``, in an earlier
+        (``WordCommits.cut_at``); with none, once it is long enough to force, in an earlier
         pause or after them."""
         at = self._utt_start / SAMPLE_RATE
         pauses = [(at + left["end"] / SAMPLE_RATE, at + right["start"] / SAMPLE_RATE)
