@@ -121,6 +121,12 @@ class Settings:
         "At start-up, `heard serve` resumes the meetings a process that is gone left off "
         "(here, or on the workers with --queue); 0: it only takes their tracks back.",
     )  # fmt: skip
+    spare_cpu: str = _var(
+        "HEARD_SPARE_CPU", "off",
+        "What `heard serve`'s live streams spend on their reading while its decoding has CPU to "
+        "spare: off, or wide (Whisper's beam 5 and buffers of up to 15 s, given back as load "
+        "rises; BENCHMARKS.md, issue 58).",
+    )  # fmt: skip
     cors_origins: str = _var(
         "HEARD_CORS_ORIGINS", "",
         "Web origins (comma-separated, e.g. https://app.example.com) whose pages may call "

@@ -27,7 +27,7 @@ from websockets.sync.client import connect
 from heard.asr.audio import load_audio
 from heard.asr.incoming import is_container, mulaw_to_pcm16
 from heard.asr.microphone import RecognizerFactory
-from heard.asr.streaming import StreamOptions
+from heard.asr.streaming import SpareRule, StreamOptions
 from heard.asr.whisper import WhisperOptions
 from heard.errors import BusyError, SocketCloseError
 from heard.server.app import ServerSettings, create_app
@@ -628,3 +628,38 @@ def test_pcm_that_starts_like_an_mp3_frame_is_still_pcm() -> None:
     assert not is_container(one_header)
     assert not is_container(b"\xff\xff\xff\xff" + speech)  # -1, -1: no valid header
     assert not is_container(speech)
+
+
+def test_the_servers_spare_rule_reaches_every_live_protocols_streams(tmp_path: Path) -> None:
+    """Issue 58: ``heard serve --spare-cpu wide`` lets live streams spend idle CPU on their
+    reading. Each socket (Deepgram's, OpenAI's Realtime, heard's own) makes its streams with
+    the server's rule, beside the options the protocol asked for."""
+    asked: list[StreamOptions | None] = []
+
+    def recording(whisper: WhisperOptions, stream: StreamOptions | None) -> RecognizerFactory:
+        asked.append(stream)
+        return lambda speaker: ScriptedRecognizer(SAID)
+
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    settings = ServerSettings(db, tmp_path / "uploads", recognizers=recording,
+                              spare=SpareRule.wide())  # fmt: skip
+    app = create_app(settings)
+    _, ana = add_user(db, "ana")
+    update = {"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
+        "format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": None}}}}  # fmt: skip
+    try:
+        with serving(app) as host:
+            listen(host, ana, "encoding=linear16&sample_rate=16000", [tone(0.5).tobytes()])
+            realtime(host, ana, [update, *appends(tone(0.5, 24_000)),
+                                 {"type": "input_audio_buffer.commit"}],
+                     "conversation.item.input_audio_transcription.completed")  # fmt: skip
+            with connect(f"ws://{host}/v1/live?token={ana}") as ws:
+                ws.send(tone(0.5).tobytes())
+                assert json.loads(ws.recv(timeout=20))["type"] == "audio"  # heard it
+    finally:
+        db.dispose()
+    assert len(asked) == 3
+    assert [s.spare if s else None for s in asked] == [SpareRule.wide()] * 3
+    deepgram = asked[0]
+    assert deepgram is not None
+    assert deepgram.word_timestamps, "Deepgram's own options are kept"

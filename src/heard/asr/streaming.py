@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT_S",
+    "SPARE_RULES",
     "STREAM_CLOCKS",
     "Decoded",
     "SpareRule",
@@ -139,6 +140,12 @@ class SpareRule:
         if load is None:
             return True
         return load <= (self.none_above if spending else self.full_below)
+
+
+SPARE_RULES: Registry[SpareRule] = Registry(
+    "spare-CPU rule", {"off": SpareRule(), "wide": SpareRule.wide()}
+)
+"""What live streams may spend spare CPU on, by name (``heard serve --spare-cpu``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,16 @@ def serve(
             "meetings and memory show). Loopback only.",
         ),
     ] = False,
+    spare_cpu: Annotated[
+        str | None,
+        typer.Option(
+            "--spare-cpu",
+            metavar="RULE",
+            help="What live streams spend on their reading while decoding has CPU to spare: "
+            "off, or wide (Whisper's beam 5 and buffers of up to 15 s, given back as load "
+            "rises; about twice the CPU of a lone stream). Default: $HEARD_SPARE_CPU, else off.",
+        ),
+    ] = None,
     model: ModelOption = None,
     language: LanguageOption = None,
     device: DeviceOption = None,
@@ -144,6 +154,7 @@ def serve(
             f"`heard serve` cannot load its server ({e}): reinstall heard (pip install "
             "--force-reinstall --no-deps . in its clone)"
         ) from e
+    from heard.asr.streaming import SPARE_RULES
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model
     from heard.cli.stores import queue_database
@@ -159,6 +170,7 @@ def serve(
     sock = listening_socket(host, port)  # a port in use fails now, before the model loads
     with sock:  # closed however the start ends (uvicorn closes it too, when it stops)
         chosen = chosen_settings(model, language, device, compute_type)
+        spare = SPARE_RULES[spare_cpu or chosen.spare_cpu]  # an unknown name fails here
         whisper = WhisperOptions.from_settings(chosen)
         load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
         origins = cors_origin or [o.strip() for o in chosen.cors_origins.split(",") if o.strip()]
@@ -181,7 +193,7 @@ def serve(
             database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
             cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
             resume=chosen.resume, max_track_s=chosen.max_track_s,
-            user_storage_bytes=round(chosen.user_storage_mb * 2**20), local=local,
+            user_storage_bytes=round(chosen.user_storage_mb * 2**20), local=local, spare=spare,
         )  # fmt: skip
         if chosen.link_secret:
             server_settings.link_secret = chosen.link_secret.encode()

@@ -211,7 +211,7 @@ class DeepgramCodec:
             encoding = "container" if is_container(first) else "linear16"
         stream = StreamOptions(end_silence_ms=o.endpointing_ms, word_timestamps=True,
                                strip_punctuation=not o.punctuate)  # fmt: skip
-        recognizer = self.session.settings.recognizers(self.whisper, stream)
+        recognizer = self.session.settings.live_recognizers(self.whisper, stream)
         name = self.session.user.name
         for channel in self.channels:
             speaker = name if o.channels == 1 else f"{name} {channel.index[0]}"

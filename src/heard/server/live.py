@@ -216,7 +216,7 @@ class LiveCodec(LiveOutput):
         if self.microphone is None:
             assert self.path is not None
             settings = self.session.settings
-            recognizer = settings.recognizers(settings.whisper, None)
+            recognizer = settings.live_recognizers(settings.whisper)
             self.microphone = Microphone(self.speaker, self.path.take, self._degraded, recognizer)
         self.microphone.add(data)
         self.received += len(data) // 2

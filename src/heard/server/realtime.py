@@ -240,7 +240,7 @@ class RealtimeCodec(LiveOutput):
         encoding, rate = FORMATS[self.format]
         self.incoming = IncomingAudio(encoding, rate)
         whisper = replace(self.whisper, language=self.language or None)
-        recognizer = self.session.settings.recognizers(whisper, self._stream())
+        recognizer = self.session.settings.live_recognizers(whisper, self._stream())
         speaker = self.session.user.name
         path = LivePath(speaker, self, self.session)
         microphone = Microphone(speaker, path.take, lambda chunk_ms, rtf: None, recognizer)

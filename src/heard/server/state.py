@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import secrets
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fastapi import FastAPI
 
-from heard.asr.microphone import Recognizers, shared_whisper
+from heard.asr.microphone import RecognizerFactory, Recognizers, shared_whisper
+from heard.asr.streaming import SpareRule, StreamOptions
 from heard.asr.transcriber import Transcriber
 from heard.asr.whisper import WhisperOptions
 from heard.limits import MAX_TRACK_S, USER_STORAGE_BYTES
@@ -54,6 +55,9 @@ class ServerSettings:
     recognizers: Recognizers = shared_whisper
     """Makes the live sockets' streaming recognizers (default: faster-whisper on the process's
     shared decode service; ``heard.testing.ScriptedRecognizer`` for tests without a model)."""
+    spare: SpareRule = field(default_factory=SpareRule)
+    """What each live stream spends on its reading while decoding has CPU to spare (off by
+    default; ``heard serve --spare-cpu wide``)."""
     max_track_s: float = MAX_TRACK_S
     """The longest upload a track takes (longer: a 413 before it is decoded)."""
     user_storage_bytes: int = USER_STORAGE_BYTES
@@ -72,6 +76,12 @@ class ServerSettings:
     stopping: threading.Event = field(default_factory=threading.Event)
     """Set when the server begins to shut down: heavy work in flight (encoding evidence,
     transcribing a track) stops at its next batch or segment and gives its work back."""
+
+    def live_recognizers(
+        self, whisper: WhisperOptions, stream: StreamOptions | None = None
+    ) -> RecognizerFactory:
+        """The recognizers of one live socket's streams, with this server's spare rule."""
+        return self.recognizers(whisper, replace(stream or StreamOptions(), spare=self.spare))
 
     def workspace(self, owner: str) -> Path:
         return (self.workspaces or self.uploads.parent / "workspaces") / (owner or LOCAL_FOLDER)
