@@ -46,7 +46,7 @@ WhisperLiveKit (PyPI) needs torch and torchaudio, which heard's environment does
 it is not run here (see BENCHMARKS.md).
 
 Usage: python bench/capacity.py [--sets room,phone,mix] [--streams 1,4,8,16] [--real DIR]
-       [--src DIR] [--no-peer] [--json]
+       [--src DIR] [--no-peer] [--spare off,wide] [--json]
 """
 
 from __future__ import annotations
@@ -400,10 +400,11 @@ def run_heard(
     counts: list[int],
     offline: dict[str, dict[str, list[str]]],
     src: Path | None = None,
+    spare: str = "off",
 ) -> dict[int, dict[str, Any]]:
     users = [f"mic{i}" for i in range(max(counts))]
     out = {}
-    with serving(users, src) as (host, tokens, pid):
+    with serving(users, src, settings={"HEARD_SPARE_CPU": spare}) as (host, tokens, pid):
         # warm up: the model loads on the first stream
         warm = Call(calls[0].samples[: 2 * SAMPLE_RATE], "", [], "warm-up")
         asyncio.run(_clients(host, tokens, users[:1], [warm]))
@@ -415,8 +416,13 @@ def run_heard(
                 mine += group
             cpu = cpu_seconds(pid) - before
             out[n] = _summary(results, mine, cpu, offline)
-            print(f"  heard {n:2d} streams: {_line(out[n])}", file=sys.stderr)
+            print(f"  {system(spare)} {n:2d} streams: {_line(out[n])}", file=sys.stderr)
     return out
+
+
+def system(spare: str) -> str:
+    """heard's name in the tables, by its server's ``--spare-cpu`` rule."""
+    return "heard" if spare == "off" else f"heard-{spare}"
 
 
 def rounds(calls: list[Call], n: int) -> list[list[Call]]:
@@ -561,6 +567,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="also stream the recordings in DIR (each with a .txt or .stm)",
     )
     parser.add_argument("--no-peer", action="store_true", help="heard only")
+    parser.add_argument("--spare", default="off", help="heard serve --spare-cpu rules to run "
+                        "heard with, each in turn (comma-separated: off,wide)")  # fmt: skip
     parser.add_argument("--src", type=Path, help="run the server from this src/ folder")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -576,8 +584,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "seconds": round(seconds, 1),
             "words": words,
             "offline_wer": offline_wer(calls, texts),
-            "heard": run_heard(calls, counts, texts, args.src),
         }
+        for spare in args.spare.split(","):
+            found[system(spare)] = run_heard(calls, counts, texts, args.src, spare)
         if not args.no_peer:
             found["localagreement2"] = run_peer(calls, counts, texts)
         result["sets"][name] = found
@@ -590,20 +599,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"words) on {result['cores']} cores; offline tiny.en WER {offline['beam1']} "
               f"(greedy, mean of {OFFLINE_RUNS}: {offline['beam1_low']}-{offline['beam1_high']}), "
               f"{offline['beam5']} (beam 5)")  # fmt: skip
-        print(f"{'system':8} {'N':>3} {'lag p50':>8} {'p95':>6} {'max':>6} {'tail':>6} "
+        print(f"{'system':10} {'N':>3} {'lag p50':>8} {'p95':>6} {'max':>6} {'tail':>6} "
               f"{'commit p50':>11} {'p95':>6} {'WER':>6} {'offline':>8} "
               f"{'CPU s/s':>8}")  # fmt: skip
-        for system in ("heard", "localagreement2"):
-            for n, r in found.get(system, {}).items():
+        systems = [*(system(s) for s in args.spare.split(",")), "localagreement2"]
+        for name_ in systems:
+            for n, r in found.get(name_, {}).items():
                 cells = [r[k] for k in ("lag_p50_s", "lag_p95_s", "lag_max_s", "tail_max_s")]
                 cells += [r[k] for k in ("commit_p50_s", "commit_p95_s", "wer", "offline_wer")]
                 widths = [8, 6, 6, 6, 11, 6, 6, 8]
                 row = " ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
-                print(f"{system[:8]:8} {n:>3} {row} {r['cpu_per_audio_s']:>8}")
-        for system in ("heard", "localagreement2"):
-            if system in found:
-                strict = sustained(found[system], "lag_max_s")
-                print(f"{system} sustains {sustained(found[system])} streams (lag p95 <= 2 s, "
+                print(f"{name_[:10]:10} {n:>3} {row} {r['cpu_per_audio_s']:>8}")
+        for name_ in systems:
+            if name_ in found:
+                strict = sustained(found[name_], "lag_max_s")
+                print(f"{name_} sustains {sustained(found[name_])} streams (lag p95 <= 2 s, "
                       f"tail <= 3 s); {strict} with every word's lag <= 2 s")  # fmt: skip
     return result
 

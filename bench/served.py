@@ -29,14 +29,19 @@ def free_port() -> int:
 
 @contextmanager
 def serving(
-    users: list[str], src: Path | None = None, *, dense: bool = False
+    users: list[str],
+    src: Path | None = None,
+    *,
+    dense: bool = False,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, dict[str, str], int]]:
     """A ``heard serve`` process on SQLite (from the checkout ``src`` when given), with
-    ``users`` added, lexical memory unless ``dense``; its ``host:port``, each user's token and
-    its pid. Stopped when the block ends."""
+    ``users`` added, lexical memory unless ``dense``, and any other ``settings`` (environment
+    variables such as ``HEARD_SPARE_CPU``); its ``host:port``, each user's token and its pid.
+    Stopped when the block ends."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "HEARD_DATABASE_URL": f"sqlite:///{tmp}/serve.db",
-               "HEARD_DENSE": "1" if dense else "0"}  # fmt: skip
+               "HEARD_DENSE": "1" if dense else "0", **(settings or {})}  # fmt: skip
         if src is not None:
             env["PYTHONPATH"] = str(src)
         heard = [sys.executable, "-m", "heard"]
