@@ -458,7 +458,8 @@ def listening(channels: int, quota: Quota) -> DeepgramCodec:
     ``channels`` interleaved, the token's quota ``quota``."""
     websocket = SimpleNamespace(query_params={"encoding": "linear16", "sample_rate": "16000",
                                               "channels": str(channels)})  # fmt: skip
-    settings = SimpleNamespace(whisper=WhisperOptions(), recognizers=scripted)
+    settings = SimpleNamespace(whisper=WhisperOptions(), recognizers=scripted,
+                               live_recognizers=scripted)  # fmt: skip
     session = Session(websocket, LOCAL_USER, "", settings, quota)  # type: ignore[arg-type]
     return DeepgramCodec(session)
 
