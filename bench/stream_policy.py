@@ -37,7 +37,8 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -45,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from heard.asr import decoder
 from heard.asr.audio import SAMPLE_RATE
 from heard.asr.commits import CommitRule
 from heard.asr.streaming import (
@@ -92,6 +94,9 @@ class Decoding:
     context_s: float = 0.0
     beam: int = 1
     trim_s: float = TRIM_S
+    silence_rule: bool = True
+    """Whisper's no-speech rule on each reading (``heard.asr.decoder.NO_SPEECH_PROB``); off,
+    the live decoder as it was before issue 58 took it from the files' path."""
 
     def options(self, step_ms: int, rule: CommitRule) -> StreamOptions:
         return StreamOptions(
@@ -106,7 +111,22 @@ def stream(
 ) -> tuple[list[tuple[str, float]], float]:
     """The words ``call`` commits as one live stream, each with when (seconds of the call,
     plus the decoding time so far in that step); and the CPU seconds spent decoding."""
-    options = (decoding or Decoding()).options(step_ms, rule)
+    decoding = decoding or Decoding()
+    with _silence_rule(on=decoding.silence_rule):
+        return _stream(call, decoding.options(step_ms, rule))
+
+
+@contextmanager
+def _silence_rule(*, on: bool) -> Iterator[None]:
+    kept = decoder.NO_SPEECH_PROB
+    decoder.NO_SPEECH_PROB = kept if on else math.inf
+    try:
+        yield
+    finally:
+        decoder.NO_SPEECH_PROB = kept
+
+
+def _stream(call: Call, options: StreamOptions) -> tuple[list[tuple[str, float]], float]:
     recognizer = WhisperStreamingRecognizer(options=options, whisper=WhisperOptions(cpu_threads=1))
     silence = np.zeros(round(TAIL_SILENCE_S * SAMPLE_RATE), dtype=np.float32)
     audio = np.concatenate([call.samples.astype(np.float32), silence])
@@ -159,6 +179,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--beams", default="1", help="Whisper beam sizes (comma-separated)")
     parser.add_argument("--trims", default=f"{TRIM_S:g}", help="buffer lengths at which a "
                         "buffer is cut in a pause, seconds (comma-separated)")  # fmt: skip
+    parser.add_argument("--silence-rule", default="on", help="Whisper's no-speech rule on "
+                        "each live reading: on, off or on,off")  # fmt: skip
     parser.add_argument("--real", type=Path, help="a folder of recordings with a .txt each")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
@@ -171,7 +193,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         steps = []
     if not steps or min(steps) <= 0:
         parser.error(f"--steps takes milliseconds over 0, e.g. 500,1500, not {args.steps!r}")
-    decodings = [Decoding(float(c), int(b), float(t)) for c in args.contexts.split(",")
+    guards = args.silence_rule.split(",")
+    if not guards or set(guards) - {"on", "off"}:
+        parser.error(f"--silence-rule takes on, off or on,off, not {args.silence_rule!r}")
+    decodings = [Decoding(float(c), int(b), float(t), g == "on")
+                 for g in guards for c in args.contexts.split(",")
                  for b in args.beams.split(",") for t in args.trims.split(",")]  # fmt: skip
     sets = call_sets([s for s in args.sets.split(",") if s], args.real)
     results: dict[str, Any] = {}
@@ -192,11 +218,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "context_s": decoding.context_s,
                         "beam": decoding.beam,
                         "trim_s": decoding.trim_s,
+                        "silence_rule": decoding.silence_rule,
                         **measure(calls, step, RULES[rule], decoding),
                     }
                     rows["rows"].append(row)
                     print(f"  {rule:13} step {step:>5} ms  context {decoding.context_s:g} s  "
                           f"beam {decoding.beam}  trim {decoding.trim_s:g} s  "
+                          f"silence rule {'on' if decoding.silence_rule else 'off'}  "
                           f"WER {row['wer']:.3f} ({row['wer'] - offline:+.3f})  "
                           f"commit p50 {row['commit_p50_s']:.2f} "
                           f"p95 {row['commit_p95_s']:.2f} s  CPU {row['cpu_s_per_s']:.3f} s/s",

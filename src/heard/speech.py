@@ -30,6 +30,9 @@ class Segment:
     end: float
     text: str
     words: tuple[Word, ...] = field(default=(), compare=False)
+    avg_logprob: float | None = field(default=None, compare=False)
+    """The mean log-probability of the tokens of the reading the segment comes from (Whisper's
+    ``avg_logprob``); None when the recognizer does not say."""
 
     def __post_init__(self) -> None:
         if self.end < self.start:

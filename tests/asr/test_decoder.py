@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from heard.asr.audio import SAMPLE_RATE, load_audio
-from heard.asr.decoder import BufferDecoder, Request, _unlooped, context_seconds
+from heard.asr import decoder as decoder_module
+from heard.asr.decoder import (
+    MIN_AVG_LOGPROB,
+    BufferDecoder,
+    Request,
+    _unlooped,
+    context_seconds,
+)
 from heard.asr.service import (
     BUSY_ABOVE,
     NARROW_BELOW,
@@ -88,6 +95,27 @@ def test_a_buffer_read_with_a_beam_is_decoded_apart_with_that_beam(jfk: np.ndarr
         assert sorted(beams[2:]) == [1, 5], "the same context, two groups"
     finally:
         decoder._whisper.model = model
+
+
+@pytest.mark.asr
+def test_a_buffer_whisper_rates_as_no_speech_reads_nothing(
+    jfk: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 58: Whisper's own rule for a reading of no speech, as files are read. A second and
+    a half of line noise is "I'm a bit too much." to tiny.en (no speech likely, read with a
+    mean log-probability under -1); the live decoder reads nothing there, and still reads
+    speech, each segment carrying its reading's log-probability."""
+    decoder = BufferDecoder(load_model(WhisperOptions()), "en")
+    noise = (np.random.default_rng(0).standard_normal(24_000) * 0.05).astype(np.float32)
+    speech = jfk[: 3 * SAMPLE_RATE]
+    found = decoder.decode([Request(noise, word_timestamps=True), Request(speech)])
+    assert found[0] == []
+    assert texts(found[1:])[0].lower().startswith("and so my fellow")
+    assert all(s.avg_logprob is not None and s.avg_logprob > MIN_AVG_LOGPROB for s in found[1])
+    monkeypatch.setattr(decoder_module, "NO_SPEECH_PROB", 1.0)
+    made_up = decoder.decode([Request(noise, word_timestamps=True)])[0]
+    assert made_up, "without the rule the noise reads as words"
+    assert all(s.avg_logprob is not None and s.avg_logprob < MIN_AVG_LOGPROB for s in made_up)
 
 
 @pytest.mark.asr

@@ -9,7 +9,8 @@ encoded (a 3 s buffer: 6 s, a fifth of the cost). Whisper was trained on 30 s wi
 with less silence after the speech it may not see the end and loops or makes up a clause
 ("And so my fellow Americans. And so my fellow Americans."), so decoding is in timestamp
 mode and what it says past the buffer's end is cut off, a segment repeating the one before
-is dropped, and generation stops at ``TOKENS_PER_S`` of audio.
+is dropped, and generation stops at ``TOKENS_PER_S`` of audio. A buffer Whisper itself
+rates as no speech reads nothing (``NO_SPEECH_PROB``, the rule files are read by).
 
 Buffers of the same context length are decoded together: one encoder call and one batched
 generate. Each gets exactly what it would decoded alone (``tests/asr/test_decoder.py``):
@@ -33,7 +34,15 @@ if TYPE_CHECKING:
 
     from heard.asr.whisper import LoadedModel
 
-__all__ = ["CONTEXT_STEP_S", "TAIL_S", "BufferDecoder", "Request", "context_seconds"]
+__all__ = [
+    "CONTEXT_STEP_S",
+    "MIN_AVG_LOGPROB",
+    "NO_SPEECH_PROB",
+    "TAIL_S",
+    "BufferDecoder",
+    "Request",
+    "context_seconds",
+]
 
 CONTEXT_STEP_S = 2
 """Encoder contexts come in steps of 2 s: a buffer pays for at most 2 s it does not hold, and
@@ -146,27 +155,41 @@ class BufferDecoder:
         extract = self._whisper.feature_extractor
         features = np.stack([extract(row)[:, :frames] for row in window])
         encoded = self._whisper.encode(np.ascontiguousarray(features))
-        results = self._whisper.model.generate(
-            encoded,
-            prompts,
-            beam_size=beam_size,
-            # the prompt counts, in CTranslate2's length; Whisper's text context is 448. From the
-            # group's context and prompt length, so a batch generates what each would alone;
-            # only the audio part of the context (not the silence after it) is budgeted: what
-            # Whisper says past the buffer's end is cut off anyway, and on real conversation it
-            # made up clauses there, 12% of the decoding time (bench/capacity.py)
-            max_length=min(448, len(prompts[0]) + 16 + round(TOKENS_PER_S * _audio_s(context_s))),
-            suppress_blank=True,
-            suppress_tokens=[-1],
-            max_initial_timestamp_index=50,
-        )
+        results = self._generate(encoded, prompts, context_s, beam_size)
+        logprobs = [_avg_logprob(result) for result in results]
         pieces = [
-            self._pieces(result.sequences_ids[0], r.duration_s)
-            for result, r in zip(results, requests, strict=True)
+            [] if _silent(result, logprob) else self._pieces(result.sequences_ids[0], r.duration_s)
+            for result, logprob, r in zip(results, logprobs, requests, strict=True)
         ]
         if not timed:
-            return [[Segment(s, e, self._text(tokens)) for s, e, tokens in p] for p in pieces]
-        return self._timed(encoded, requests, pieces)
+            return [[Segment(s, e, self._text(tokens), (), logprob) for s, e, tokens in p]
+                    for p, logprob in zip(pieces, logprobs, strict=True)]  # fmt: skip
+        return self._timed(encoded, requests, pieces, logprobs)
+
+    def _generate(
+        self, encoded: Any, prompts: list[list[int]], context_s: int, beam_size: int
+    ) -> list[Any]:
+        return list(
+            self._whisper.model.generate(
+                encoded,
+                prompts,
+                beam_size=beam_size,
+                # the prompt counts, in CTranslate2's length; Whisper's text context is 448. From
+                # the group's context and prompt length, so a batch generates what each would
+                # alone; only the audio part of the context (not the silence after it) is
+                # budgeted: what Whisper says past the buffer's end is cut off anyway, and on
+                # real conversation it made up clauses there, 12% of the decoding time
+                # (bench/capacity.py)
+                max_length=min(
+                    448, len(prompts[0]) + 16 + round(TOKENS_PER_S * _audio_s(context_s))
+                ),
+                suppress_blank=True,
+                suppress_tokens=[-1],
+                max_initial_timestamp_index=50,
+                return_scores=True,
+                return_no_speech_prob=True,
+            )
+        )
 
     def _text(self, tokens: list[int]) -> str:
         return str(self._tokenizer.decode(tokens)).strip()
@@ -208,6 +231,7 @@ class BufferDecoder:
         encoded: Any,
         requests: list[Request],
         pieces: list[list[tuple[float, float, list[int]]]],
+        logprobs: list[float],
     ) -> list[list[Segment]]:
         """Word times from the cross-attention alignment (faster-whisper's), segment by
         segment in order."""
@@ -218,7 +242,7 @@ class BufferDecoder:
             [max(1, round(r.duration_s * _FRAMES_PER_S)) for r in requests],
         )
         out: list[list[Segment]] = []
-        for p, words, r in zip(pieces, aligned, requests, strict=True):
+        for p, words, r, logprob in zip(pieces, aligned, requests, logprobs, strict=True):
             segments: list[Segment] = []
             queue = list(words)
             for start, end, tokens in p:
@@ -229,9 +253,29 @@ class BufferDecoder:
                     taken += len(w["tokens"])
                     _join(mine, str(w["word"]).strip(), float(w["start"]), float(w["end"]),
                           float(w["probability"]), r.duration_s)  # fmt: skip
-                segments.append(Segment(start, end, self._text(tokens), tuple(mine)))
+                segments.append(Segment(start, end, self._text(tokens), tuple(mine), logprob))
             out.append(segments)
         return out
+
+
+NO_SPEECH_PROB = 0.6
+MIN_AVG_LOGPROB = -1.0
+"""Whisper's own rule for a reading of no speech, as files are read (``heard.asr.whisper``):
+a buffer the model rates more likely than ``NO_SPEECH_PROB`` to hold no speech, read with a
+mean token log-probability under ``MIN_AVG_LOGPROB``, reads nothing. On real calls such
+readings are what tiny.en makes of a breath or a line's noise ("I'm not going to be able to
+do anything.", no speech 0.62, log-probability -1.6)."""
+
+
+def _avg_logprob(result: Any) -> float:
+    """A generated sequence's mean log-probability per token, as faster-whisper counts it (the
+    end of text included)."""
+    n = len(result.sequences_ids[0])
+    return round(float(result.scores[0]) * n / (n + 1), 3)
+
+
+def _silent(result: Any, logprob: float) -> bool:
+    return float(result.no_speech_prob) > NO_SPEECH_PROB and logprob < MIN_AVG_LOGPROB
 
 
 _EDGE_S = 0.1
