@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.asr import decoder as decoder_module
+from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.asr.decoder import (
     MIN_AVG_LOGPROB,
     BufferDecoder,
