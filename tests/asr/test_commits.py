@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from heard.asr.commits import (
     CONFIDENT,
     CONFIDENT_SETTLED_S,
+    OVERLAP_S,
     SETTLED_S,
     CommitRule,
     WordCommits,
@@ -87,7 +88,8 @@ def test_the_committed_words_are_the_speech_each_once(seed: int, n: int) -> None
         done, _ = commits.agree(reread(truth, start, end, rng), heard_to=settled)
         said += done
         assert all(a.text == b.text for a, b in zip(said, truth, strict=False)), "in order"
-        found = commits.cut_at(pauses(truth, start, end))
+        # a buffer long enough to cut anyway (FORCE_TRIM_S) sometimes
+        found = commits.cut_at(pauses(truth, start, end), force=rng.random() < 0.3)
         if found is not None and rng.random() < 0.6:
             start = max(start, found[0])  # the recognizer drops the audio before the cut
     said += commits.endpoint(reread(truth, start, stop, rng))
@@ -153,6 +155,30 @@ def test_the_end_of_a_cut_word_heard_again_is_not_said_twice() -> None:
     commits.agree([Word(0.0, 0.4, "no")])
     commits.agree([Word(0.0, 0.4, "no"), Word(0.5, 0.6, "n")])
     assert [w.text for w in commits.endpoint([Word(1.4, 1.8, "no")])] == ["no"]
+
+
+def test_a_forced_cut_keeps_committed_words_before_the_next_one() -> None:
+    """Issue 58: eight seconds of a sales pitch with no pause ("...gross domestic product on
+    travel"): a cut at the committed words' end went through "travel", which starts as "on"
+    ends, and the next buffer, starting on it, never read it. The cut goes before the
+    committed word starting ``OVERLAP_S`` before their end; the next decode reads the
+    committed words again, and they are skipped."""
+
+    def unsure(*words: tuple[float, float, str]) -> list[Word]:
+        return [Word(start, end, text, 0.5) for start, end, text in words]
+
+    commits = WordCommits()
+    said = unsure((8.2, 9.0, "Brazil's"), (9.0, 9.3, "gross"), (9.3, 9.8, "domestic"),
+                  (9.8, 10.25, "product"), (10.25, 10.56, "on"),
+                  (10.5, 10.9, "travel"))  # fmt: skip
+    pending = commits.agree(said, heard_to=11.6)[1]
+    assert [w.text for w in pending] == ["travel"]
+    assert commits.cut_at([]) is None, "no pause, not long enough to force"
+    assert OVERLAP_S == 1.0
+    assert commits.cut_at([], force=True) == (9.3, True)
+    again = unsure((9.32, 9.8, "domestic"), (9.8, 10.26, "product"), (10.26, 10.55, "on"),
+                   (10.55, 10.9, "travel"), (11.0, 11.3, "a"), (11.3, 11.5, "lot"))  # fmt: skip
+    assert [w.text for w in commits.agree(again, heard_to=12.6)[0]] == ["travel", "a", "lot"]
 
 
 def test_the_endpoint_only_rule_commits_nothing_before_the_utterance_ends() -> None:
