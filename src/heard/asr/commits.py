@@ -226,15 +226,15 @@ class WordCommits:
         # skipped) before a cut inside speech, which may take half a word with it
         if behind is not None:
             return behind, False
-        return self._overlap_cut(), True
+        return self._overlap_cut(self.cut_s), True
 
-    def _overlap_cut(self) -> float:
+    def _overlap_cut(self, cut_s: float) -> float:
         """A cut inside speech: before the committed word that starts ``OVERLAP_S`` or more
         before the committed words end, so the next buffer begins with committed words,
         heard again and skipped, not with the first word still to commit, which tiny.en
         reads badly or not at all when the buffer starts on it."""
         if OVERLAP_S <= 0 or not self._tail:
-            return float(self.cut_s or 0.0)
+            return cut_s
         start = self._tail[0].start
         for w in reversed(self._tail):
             if w.start <= self.committed_end_s - OVERLAP_S:

@@ -155,7 +155,22 @@ class BufferDecoder:
         extract = self._whisper.feature_extractor
         features = np.stack([extract(row)[:, :frames] for row in window])
         encoded = self._whisper.encode(np.ascontiguousarray(features))
-        results = self._generate(encoded, prompts, context_s, beam_size)
+        results = self._whisper.model.generate(
+            encoded,
+            prompts,
+            beam_size=beam_size,
+            # the prompt counts, in CTranslate2's length; Whisper's text context is 448. From the
+            # group's context and prompt length, so a batch generates what each would alone;
+            # only the audio part of the context (not the silence after it) is budgeted: what
+            # Whisper says past the buffer's end is cut off anyway, and on real conversation it
+            # made up clauses there, 12% of the decoding time (bench/capacity.py)
+            max_length=min(448, len(prompts[0]) + 16 + round(TOKENS_PER_S * _audio_s(context_s))),
+            suppress_blank=True,
+            suppress_tokens=[-1],
+            max_initial_timestamp_index=50,
+            return_scores=True,
+            return_no_speech_prob=True,
+        )
         logprobs = [_avg_logprob(result) for result in results]
         pieces = [
             [] if _silent(result, logprob) else self._pieces(result.sequences_ids[0], r.duration_s)
@@ -165,31 +180,6 @@ class BufferDecoder:
             return [[Segment(s, e, self._text(tokens), (), logprob) for s, e, tokens in p]
                     for p, logprob in zip(pieces, logprobs, strict=True)]  # fmt: skip
         return self._timed(encoded, requests, pieces, logprobs)
-
-    def _generate(
-        self, encoded: Any, prompts: list[list[int]], context_s: int, beam_size: int
-    ) -> list[Any]:
-        return list(
-            self._whisper.model.generate(
-                encoded,
-                prompts,
-                beam_size=beam_size,
-                # the prompt counts, in CTranslate2's length; Whisper's text context is 448. From
-                # the group's context and prompt length, so a batch generates what each would
-                # alone; only the audio part of the context (not the silence after it) is
-                # budgeted: what Whisper says past the buffer's end is cut off anyway, and on
-                # real conversation it made up clauses there, 12% of the decoding time
-                # (bench/capacity.py)
-                max_length=min(
-                    448, len(prompts[0]) + 16 + round(TOKENS_PER_S * _audio_s(context_s))
-                ),
-                suppress_blank=True,
-                suppress_tokens=[-1],
-                max_initial_timestamp_index=50,
-                return_scores=True,
-                return_no_speech_prob=True,
-            )
-        )
 
     def _text(self, tokens: list[int]) -> str:
         return str(self._tokenizer.decode(tokens)).strip()
@@ -260,7 +250,8 @@ class BufferDecoder:
 
 NO_SPEECH_PROB = 0.6
 MIN_AVG_LOGPROB = -1.0
-"""Whisper's own rule for a reading of no speech, as files are read (``heard.asr.whisper``):
+"""Whisper's own rule for a reading of no speech, as files are read (``heard.asr.whisper``'s
+defaults are these):
 a buffer the model rates more likely than ``NO_SPEECH_PROB`` to hold no speech, read with a
 mean token log-probability under ``MIN_AVG_LOGPROB``, reads nothing. On real calls such
 readings are what tiny.en makes of a breath or a line's noise ("I'm not going to be able to

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heard.asr.audio import SAMPLE_RATE, Window, audio_windows, probe_audio
+from heard.asr.decoder import MIN_AVG_LOGPROB, NO_SPEECH_PROB
 from heard.asr.models import (
     DEFAULT_MODEL,
     MULTILINGUAL_HINT,
@@ -78,8 +79,8 @@ class WhisperOptions:
     min_segment_s: float = 0.3
     """Shorter segments are dropped: in practice they are clicks and breaths."""
     max_compression_ratio: float = 2.4
-    no_speech_prob: float = 0.6
-    min_avg_logprob: float = -1.0
+    no_speech_prob: float = NO_SPEECH_PROB
+    min_avg_logprob: float = MIN_AVG_LOGPROB
     cpu_threads: int = 0
     """0 lets CTranslate2 choose."""
     task: str = "transcribe"
