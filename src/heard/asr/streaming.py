@@ -349,7 +349,8 @@ class WhisperStreamingRecognizer:
             language = self._detected = str(self._model.whisper.detect_language(buffer)[0])
         # no prompt: given the committed "ask not what", tiny.en goes on with the words it
         # remembers, not the ones said (a famous line doubled at 1 s steps); a bad decode is
-        # never fed back (heard.asr.whisper's rule for files too)
+        # never fed back (heard.asr.whisper's rule for files too); on real tuning calls the
+        # committed text before the buffer as a prompt dropped words (BENCHMARKS.md, issue 58)
         request = Request(audio, word_timestamps=True, beam_size=self.beam_size)
         segments = self._decoder.decode(language, [request])[0]
         at = start / SAMPLE_RATE
