@@ -91,7 +91,7 @@ run() {  # the command as a user types it, in a new shell at the clone
   rc=$?
   set -e
   echo "== exit $rc after $(($(date +%s) - start)) s; $(($(downloaded) - before)) MB downloaded;" \
-    "the venv holds $(size "$root/root/heard/.venv") MB"
+    ".venv holds $(size "$root/root/heard/.venv") MB, .venv-test $(size "$root/root/heard/.venv-test") MB"
   return $rc
 }
 run "${commands[0]}"

@@ -13,17 +13,17 @@ if [ "${1:-}" = "--newest" ]; then
   shift
   pins=(--upgrade --upgrade-strategy eager)
 fi
-# The active virtual environment's python; with none active, .venv's (made here when missing:
-# Debian and Ubuntu let pip install nothing into the system's Python, PEP 668).
-if [ -n "${VIRTUAL_ENV:-}" ]; then
-  py=python
-else
-  if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then  # none, or one left half-made
-    echo "== making a virtual environment in .venv"
-    python3 -m venv --clear .venv
-  fi
-  py=.venv/bin/python
+# The tests run in an environment of their own, never the one a user runs heard from: an
+# editable install and the dev extras there would change a running `heard serve` under it
+# (issue 70). $HEARD_TEST_VENV names it (CI's .ci/run passes the one it made); .venv-test by
+# default, made here when missing (PEP 668: no installs into the system's Python).
+venv="${HEARD_TEST_VENV:-.venv-test}"
+echo "== the tests run in $venv: heard[dev] is installed there, and nowhere else"
+if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then  # none, or one left half-made
+  echo "== making a virtual environment in $venv"
+  python3 -m venv --clear "$venv"
 fi
+py="$venv/bin/python"
 
 # System packages the tests speak with (espeak-ng), measure audio with (sox) and drive the
 # captions page with (chromium, headless).
@@ -32,7 +32,7 @@ command -v espeak-ng >/dev/null || missing+=(espeak-ng)
 command -v sox >/dev/null || missing+=(sox)
 command -v chromium >/dev/null || missing+=(chromium)
 if ((${#missing[@]})); then
-  echo "== installing system packages: ${missing[*]}"
+  echo "== installing Debian packages the tests need: ${missing[*]}"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
@@ -55,4 +55,8 @@ site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
 NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
 echo "== pytest"
-"$py" tools/services.py -- "$py" -m pytest "$@"
+# heard's data folder (its default SQLite store, uploads) is a temporary one for the run, so a
+# test that uses the default store never reads or writes the user's own.
+data=$(mktemp -d)
+trap 'rm -rf "$site" "$data"' EXIT
+XDG_DATA_HOME="$data" "$py" tools/services.py -- "$py" -m pytest "$@"

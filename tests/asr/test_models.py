@@ -18,7 +18,7 @@ from heard.asr.streaming import WhisperStreamingRecognizer
 from heard.errors import ModelError
 from heard.transcript.events import EventKind
 from tests.asr.test_whisper import JFK, words_of
-from tests.cli.run import heard
+from tests.cli.run import heard, held_port
 
 pytestmark = pytest.mark.asr
 
@@ -249,8 +249,11 @@ def test_every_model_error_is_one_line_and_nothing_is_stored(
 
 @pytest.mark.parametrize("command", ["stream", "serve", "worker"])
 def test_the_other_commands_refuse_a_bad_model_in_one_line(tmp_path: Path, command: str) -> None:
-    args = [str(JFK)] if command == "stream" else []
-    ran = heard(command, "--model", "no-such-model", *args, cwd=tmp_path)
+    """``heard serve`` says what is wrong with its model before it takes its port: on a port
+    another program holds (a user's own server, issue 70), the model is still what it names."""
+    with held_port() as port:
+        args = {"stream": [str(JFK)], "serve": ["--port", str(port)]}.get(command, [])
+        ran = heard(command, "--model", "no-such-model", *args, cwd=tmp_path)
     assert ran.returncode == 2
     assert ran.stderr.startswith("heard: error: model 'no-such-model': unknown")
     assert ran.stderr.count("\n") == 1

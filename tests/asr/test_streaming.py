@@ -21,11 +21,8 @@ from heard.asr.streaming import (
 )
 from heard.transcript.events import EventKind
 from tests.conftest import AUDIO
+from tests.reading import JFK, assert_reads
 
-JFK = (
-    "and so my fellow americans ask not what your country can do for you "
-    "ask what you can do for your country"
-)
 FRAME = SAMPLE_RATE // 10  # 100 ms, as a microphone or a socket sends audio
 
 
@@ -81,7 +78,7 @@ def test_frames_are_decoded_once_a_chunk_has_arrived_and_the_final_says_it_all()
     assert recognizer.decoded_to == recognizer.received == len(jfk)
     assert out[0].kind is EventKind.PARTIAL
     assert out[-1].kind is EventKind.FINAL
-    assert strip_punctuation(finals(out)) == JFK
+    assert_reads(finals(out))
 
 
 @pytest.mark.asr
@@ -112,7 +109,7 @@ def test_words_are_committed_inside_the_sentence_and_none_is_said_twice() -> Non
     assert commits[0][0] <= 3 * SAMPLE_RATE
     assert longest < 8 * SAMPLE_RATE, "the buffer is cut behind committed words"
     # every word once, in order
-    assert strip_punctuation(" ".join(d.text for _, d in commits)) == JFK
+    assert_reads(" ".join(d.text for _, d in commits))
 
 
 @pytest.mark.asr
@@ -123,10 +120,11 @@ def test_a_sentence_of_commits_is_one_final_event() -> None:
     events = list(stream_events(jfk, options=StreamOptions(end_silence_ms=5000)))
     finals = [e for e in events if e.kind is EventKind.FINAL]
     assert 1 <= len(finals) <= 3
-    assert strip_punctuation(" ".join(e.text for e in finals)) == JFK
+    assert_reads(" ".join(e.text for e in finals))
     partials = [e.text for e in events if e.kind is EventKind.PARTIAL]
     # committed words lead the partials that follow them
-    assert any(p.startswith("And so my fellow") for p in partials)
+    first = strip_punctuation(finals[0].text).split()[:3]
+    assert any(strip_punctuation(p).split()[:3] == first for p in partials)
 
 
 @pytest.mark.asr
@@ -144,10 +142,8 @@ def test_no_word_is_doubled_at_any_step_the_pace_sets(step_ms: int, lead_s: floa
     for frame in frames(samples):
         said += recognizer.push(frame)
     said += recognizer.finish()
-    found = jiwer.process_words(JFK, strip_punctuation(finals(said)))
-    assert found.insertions == 0
-    assert found.deletions <= 1
-    assert found.wer <= 0.1
+    assert_reads(finals(said))  # no stretch said twice, on any CPU's reading
+    assert jiwer.process_words(JFK, strip_punctuation(finals(said))).deletions <= 1
 
 
 def test_the_silence_after_the_last_committed_words_ends_the_utterance(
@@ -230,7 +226,7 @@ def test_each_decode_hears_the_audio_before_its_buffer_and_no_word_twice(
     for frame in frames(jfk):
         said += recognizer.push(frame)
     said += recognizer.finish()
-    assert strip_punctuation(finals(said)) == JFK
+    assert_reads(finals(said))
     heard_before = [audio_s - buffer_s for audio_s, buffer_s in _spans(seen)]
     if context_s:  # once the buffer was cut, decodes begin up to 4 s before it
         assert max(heard_before) > 1.0
@@ -249,11 +245,8 @@ def test_a_stream_reads_with_the_beam_and_buffer_length_it_was_given() -> None:
     for frame in frames(jfk):
         said += recognizer.push(frame)
     said += recognizer.finish()
-    words = strip_punctuation(finals(said)).split()
     # beam 5 reads "asked not" where greedy reads "ask not": each word once all the same
-    assert len(words) == len(JFK.split())
-    assert words[:5] == JFK.split()[:5]
-    assert words[6:] == JFK.split()[6:]
+    assert_reads(finals(said))
     assert {r.beam_size for requests, _ in seen for r in requests} == {5}
     assert max(buffer_s for _, buffer_s in seen) > 8.0, "not cut at 3 s, nor forced at 8"
     with pytest.raises(ValueError, match="beam_size >= 1"):
@@ -320,4 +313,4 @@ def test_a_stream_spends_spare_cpu_on_its_reading_and_gives_it_back_under_load()
     order = [r.beam_size for rs, _ in seen for r in rs]
     switches = sum(a != b for a, b in pairwise(order))
     assert switches == 2, f"beam 5, then greedy under load, then beam 5 again: {order}"
-    assert len(strip_punctuation(finals(said)).split()) == len(JFK.split())
+    assert_reads(finals(said))

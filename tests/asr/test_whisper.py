@@ -9,7 +9,6 @@ import wave
 from pathlib import Path
 from types import SimpleNamespace
 
-import jiwer
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -23,6 +22,8 @@ from heard.store.database import Database
 from heard.store.meetings import TrackSpec, create_meeting
 from heard.store.views import meeting_phrases
 from tests.conftest import AUDIO
+from tests.reading import JFK as JFK_SAID
+from tests.reading import normalize, wer
 
 pytestmark = pytest.mark.asr
 
@@ -36,16 +37,8 @@ STEREO_SENTENCES = {
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
-def normalize(text: str) -> str:
-    return jiwer.RemovePunctuation()(text.lower()).strip()
-
-
 def words_of(text: str) -> set[str]:
     return set(normalize(text).split())
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    return float(jiwer.wer(normalize(reference), normalize(hypothesis)))
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +72,7 @@ def test_stereo_channels_as_two_participants(
 def test_jfk_with_word_timestamps(transcriber: FasterWhisperTranscriber) -> None:
     segments = transcriber.transcribe(JFK).segments
     text = " ".join(s.text for s in segments)
-    reference = (
-        "And so my fellow Americans ask not what your country can do for you "
-        "ask what you can do for your country"
-    )
-    assert wer(reference, text) <= 0.1
+    assert wer(JFK_SAID, text) <= 0.1
     words = [w for s in segments for w in s.words]
     assert len(words) >= 20
     assert all(s.start <= w.start <= w.end <= s.end + 0.5 for s in segments for w in s.words)

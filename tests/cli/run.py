@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,3 +67,14 @@ def heard_process(
         capture_output=True, text=True, input=stdin, env=merged, cwd=cwd, check=False,
         timeout=timeout,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def held_port() -> Iterator[int]:
+    """A loopback port some other program is listening on, as a user's own ``heard serve``
+    holds 8000: a ``heard serve`` test that must fail before it binds names this one, so it
+    neither depends on a port being free nor takes one."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        yield held.getsockname()[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import websockets
 
-from tests.cli.run import heard
+from tests.cli.run import heard, held_port
 
 
 def test_users_add_prints_a_token_once_and_refuses_a_duplicate(tmp_path: Path) -> None:
@@ -115,8 +115,9 @@ def test_log_redaction_covers_every_spelling_of_the_token() -> None:
 
 def test_serve_refuses_a_wildcard_or_malformed_cors_origin(tmp_path: Path) -> None:
     for origin in ("*", "app.example.com", "https://app.example.com/path"):
-        ran = heard("serve", "--cors-origin", origin, "--db", f"sqlite:///{tmp_path / 'h.db'}",
-                    cwd=tmp_path)  # fmt: skip
+        with held_port() as port:  # refused before it takes a port, whoever holds it
+            ran = heard("serve", "--cors-origin", origin, "--port", str(port),
+                        "--db", f"sqlite:///{tmp_path / 'h.db'}", cwd=tmp_path)  # fmt: skip
         assert ran.returncode == 2
         assert "CORS origin" in ran.stderr
         assert "https://app.example.com" in ran.stderr
@@ -126,8 +127,9 @@ def test_serve_queue_with_a_database_the_workers_do_not_open_is_refused(tmp_path
     """Issue 27: the workers open $HEARD_DATABASE_URL; uploads stored elsewhere would never run."""
     workers = f"sqlite:///{tmp_path / 'workers.db'}"
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    refused = heard("serve", "--queue", "--db", other, cwd=tmp_path,
-                    env={"HEARD_DATABASE_URL": workers})  # fmt: skip
+    with held_port() as port:
+        refused = heard("serve", "--queue", "--db", other, "--port", str(port), cwd=tmp_path,
+                        env={"HEARD_DATABASE_URL": workers})  # fmt: skip
     assert refused.returncode == 2
     assert f"--queue with --db {other}: the workers open {workers}" in refused.stderr
     assert not (tmp_path / "other.db").exists()

@@ -1,5 +1,6 @@
 """LiveKit Agents' Deepgram and OpenAI STT plugins on their DEFAULT settings against a real
-server: each hears JFK's sentence with at most 2 words wrong.
+server: each hears JFK's sentence, at most 3 words of 22 wrong and none said twice
+(tests/reading.py).
 
 Only what a user must set is set: the base URL (the server's address) and the key (a heard
 token). Nothing else: no model, no encoding, no sample rate, no endpointing. LiveKit's audio
@@ -18,7 +19,8 @@ from livekit import rtc
 from livekit.agents import stt, utils
 from livekit.plugins import deepgram, openai
 
-from tests.server.test_clients import jfk, wrong_words
+from tests.reading import assert_reads
+from tests.server.test_clients import jfk
 from tests.server.threaded import recognizing
 
 pytestmark = pytest.mark.asr
@@ -82,7 +84,7 @@ async def test_livekit_deepgram_recognizes_a_48khz_frame(server: tuple[str, str]
         finally:
             await recognizer.aclose()
     assert heard.type == stt.SpeechEventType.FINAL_TRANSCRIPT
-    assert wrong_words(heard.alternatives[0].text) <= 2, heard.alternatives[0].text
+    assert_reads(heard.alternatives[0].text)
 
 
 async def test_livekit_deepgram_streams_at_real_time(server: tuple[str, str]) -> None:
@@ -100,7 +102,7 @@ async def test_livekit_deepgram_streams_at_real_time(server: tuple[str, str]) ->
             reading.cancel()
             await stream.aclose()
             await recognizer.aclose()
-    assert wrong_words(" ".join(texts)) <= 2, texts
+    assert_reads(" ".join(texts))
 
 
 # -- OpenAI ---------------------------------------------------------------------------------
@@ -119,7 +121,7 @@ async def test_livekit_openai_recognizes_a_48khz_frame(server: tuple[str, str]) 
             # LiveKit's aclose leaves the openai client it made open, with its connections
             await recognizer._client.close()
     assert heard.type == stt.SpeechEventType.FINAL_TRANSCRIPT
-    assert wrong_words(heard.alternatives[0].text) <= 2, heard.alternatives[0].text
+    assert_reads(heard.alternatives[0].text)
 
 
 async def test_livekit_openai_realtime_streams_with_server_vad(server: tuple[str, str]) -> None:
@@ -138,4 +140,4 @@ async def test_livekit_openai_realtime_streams_with_server_vad(server: tuple[str
             await stream.aclose()
             await recognizer.aclose()
             await recognizer._client.close()
-    assert wrong_words(" ".join(texts)) <= 2, texts
+    assert_reads(" ".join(texts))

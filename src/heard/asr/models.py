@@ -84,11 +84,27 @@ def _looks_like_a_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or (os.sep in name and Path(name).expanduser().exists())
 
 
+def check_model_name(name: str | None) -> None:
+    """``ModelError`` when ``name`` can name no model: neither tiny.en, base, a faster-whisper
+    size, a Hugging Face repository (org/name) nor a path. Nothing is loaded or fetched."""
+    name = (name or DEFAULT_MODEL).strip()
+    if name in (DEFAULT_MODEL, "base") or _looks_like_a_path(name):
+        return
+    if name in _faster_whisper_names() or name.count("/") == 1:
+        return
+    sizes = ", ".join(n for n in _faster_whisper_names() if n != DEFAULT_MODEL)
+    raise ModelError(
+        f"model {name!r}: unknown; give tiny.en, base, a faster-whisper size ({sizes}), a "
+        "Hugging Face repository (org/name) or a folder holding model.bin"
+    )
+
+
 def model_files(name: str | None) -> str:
     """The folder (or, for faster-whisper to fetch, the name) of the model called ``name``.
 
     ``ModelError`` when it is not on this machine and cannot be fetched.
     """
+    check_model_name(name)
     name = (name or DEFAULT_MODEL).strip()
     if name == DEFAULT_MODEL:
         return str(_tiny_en())
@@ -98,13 +114,7 @@ def model_files(name: str | None) -> str:
             return str(joined)
     if _looks_like_a_path(name):
         return str(_model_folder(name))
-    if name in _faster_whisper_names() or name.count("/") == 1:
-        return str(_fetched(name))
-    sizes = ", ".join(n for n in _faster_whisper_names() if n != DEFAULT_MODEL)
-    raise ModelError(
-        f"model {name!r}: unknown; give tiny.en, base, a faster-whisper size ({sizes}), a "
-        "Hugging Face repository (org/name) or a folder holding model.bin"
-    )
+    return str(_fetched(name))
 
 
 def _tiny_en() -> Path:

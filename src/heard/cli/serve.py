@@ -154,6 +154,7 @@ def serve(
             f"`heard serve` cannot load its server ({e}): reinstall heard (pip install "
             "--force-reinstall --no-deps . in its clone)"
         ) from e
+    from heard.asr.models import check_model_name
     from heard.asr.streaming import SPARE_RULES
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model
@@ -167,20 +168,24 @@ def serve(
             f"--local serves without tokens, so only on this machine's loopback: drop --host "
             f"{host} (or give users tokens: heard users add NAME)"
         )
+    # What the command line and the environment choose is checked before the port is taken:
+    # a wrong choice is reported as itself whoever holds the port (another heard, say).
+    chosen = chosen_settings(model, language, device, compute_type)
+    spare = SPARE_RULES[spare_cpu or chosen.spare_cpu]  # an unknown name fails here
+    whisper = WhisperOptions.from_settings(chosen)
+    check_model_name(whisper.model_name)
+    origins = cors_origin or [o.strip() for o in chosen.cors_origins.split(",") if o.strip()]
+    for origin in origins:
+        if origin == "*" or not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise InputError(
+                f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
+                "(no path, no *: a page holding a token must be one you name)"
+            )
+    queued = queue_database(db) if queue else None  # a --db the workers do not open fails here
     sock = listening_socket(host, port)  # a port in use fails now, before the model loads
     with sock:  # closed however the start ends (uvicorn closes it too, when it stops)
-        chosen = chosen_settings(model, language, device, compute_type)
-        spare = SPARE_RULES[spare_cpu or chosen.spare_cpu]  # an unknown name fails here
-        whisper = WhisperOptions.from_settings(chosen)
         load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
-        origins = cors_origin or [o.strip() for o in chosen.cors_origins.split(",") if o.strip()]
-        for origin in origins:
-            if origin == "*" or not re.fullmatch(r"https?://[^/\s]+", origin):
-                raise InputError(
-                    f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
-                    "(no path, no *: a page holding a token must be one you name)"
-                )
-        database = queue_database(db) if queue else Database(database_url(db))
+        database = queued or Database(database_url(db))
         transcriber = None
         if queue:
             from heard.meetings.celery_app import check_broker, configure
