@@ -3,16 +3,18 @@
 # mmdebstrap (minbase, with only python3, python3-venv, git and ca-certificates), on a clone of
 # this checkout's HEAD. Prints each command's time, what it downloaded and the venv's size.
 #
-# Usage: sudo bash tools/fresh_root.sh [--suite trixie|bookworm] [--tests] [--newest] [--keep]
+# Usage: sudo bash tools/fresh_root.sh [--suite trixie|bookworm] [--tests] [--serving] [--newest] [--keep]
 #   --suite   Debian release: trixie (13, Python 3.13; the default) or bookworm (12, Python 3.11)
 #   --tests   also run the second command (the whole test suite); without it, only the first
+#   --serving with --tests: `heard serve` runs from .venv on 8000 while the second command runs,
+#             as a user's own server would, and must still answer / afterwards
 #   --newest  the second command as `bash tools/test.sh --newest`: the newest releases of every
 #             dependency instead of constraints.txt
 #   --keep    leave the root in place (its path is printed) instead of deleting it
 #   --print-commands  print the two commands as taken from README.md, one a line, and stop
 # Needs root (mmdebstrap, chroot, mounts) and Debian's archive; the root goes under $TMPDIR.
 set -euo pipefail
-suite=trixie tests=0 newest=0 keep=0 print=0
+suite=trixie tests=0 serving=0 newest=0 keep=0 print=0
 while (($#)); do
   case "$1" in
     --suite) suite="${2:?--suite needs a name}"; shift 2 ;;
@@ -20,7 +22,8 @@ while (($#)); do
     --newest) newest=1; tests=1; shift ;;
     --keep) keep=1; shift ;;
     --print-commands) print=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --serving) serving=1; tests=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh_root.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -97,8 +100,27 @@ run() {  # the command as a user types it, in a new shell at the clone
 run "${commands[0]}"
 in_root /root/heard/.venv/bin/python -c \
   'import av, numpy, faster_whisper; print("== PyAV", av.__version__, "numpy", numpy.__version__, "faster-whisper", faster_whisper.__version__)'
+# GET / of the server on 8000, from inside the root: its HTTP status, or the error
+answers() {
+  in_root /root/heard/.venv/bin/python -c 'import sys, urllib.request as u
+try: print(u.urlopen("http://127.0.0.1:8000/", timeout=10).status)
+except Exception as e: print(getattr(e, "code", None) or type(e).__name__); sys.exit(1)'
+}
+if ((serving)); then
+  echo "== heard serve from .venv on 8000, as a user leaves it running"
+  in_root bash -c 'cd /root/heard && (setsid .venv/bin/heard serve >/root/serve.log 2>&1 &)'
+  for _ in $(seq 120); do answers >/dev/null 2>&1 && break; sleep 1; done
+  echo "== GET / before the test command: $(answers || true)"
+fi
 if ((tests)); then
   second="${commands[1]}"
   ((newest)) && second="$second --newest"
-  run "$second"
+  rc=0
+  run "$second" || rc=$?
+  if ((serving)); then
+    status=$(answers || true)
+    echo "== GET / after the test command: $status"
+    [ "$status" = 200 ] || { tail -20 "$root/root/serve.log"; rc=1; }
+  fi
+  exit $rc
 fi

@@ -18,12 +18,17 @@ fi
 # (issue 70). $HEARD_TEST_VENV names it (CI's .ci/run passes the one it made); .venv-test by
 # default, made here when missing (PEP 668: no installs into the system's Python).
 venv="${HEARD_TEST_VENV:-.venv-test}"
-echo "== the tests run in $venv: heard[dev] is installed there, and nowhere else"
+echo "== the test command changes only this: heard[dev] into $venv (nothing else of yours), and"
+echo "   Debian packages when missing (espeak-ng, sox, chromium; postgresql and redis-server when"
+echo "   none answer at the test URLs: throwaway servers on free ports, stopped afterwards)"
 if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then  # none, or one left half-made
   echo "== making a virtual environment in $venv"
   python3 -m venv --clear "$venv"
 fi
 py="$venv/bin/python"
+# what the tests run by name (heard, celery) comes from there too, not from an active venv
+VIRTUAL_ENV=$(cd "$venv" && pwd)
+export VIRTUAL_ENV PATH="$VIRTUAL_ENV/bin:$PATH"
 
 # System packages the tests speak with (espeak-ng), measure audio with (sox) and drive the
 # captions page with (chromium, headless).
