@@ -62,10 +62,12 @@ def name_problem(value: str) -> str | None:
 JOINERS = frozenset("\u200c\u200d")
 """Zero-width non-joiner and joiner: names in Persian, Hindi and other scripts need them."""
 _LOOK_ALIKE = str.maketrans(
-    "АВЕКМНОРСТХаеорсухіјѕԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνρτυχ",
-    "ABEKMHOPCTXaeopcyxijsdqwABEZHIKMNOPTYXoikvptux",
+    "АВЕКМНОРСТХаеорсухіјѕԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνρτυχɑɡɩᴀʙᴄᴅᴇɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ",
+    "ABEKMHOPCTXaeopcyxijsdqwABEZHIKMNOPTYXoikvptuxagiabcdeghijklmnoprstuvwyz",
 )
-"""Cyrillic and Greek letters drawn like Latin ones, and the Latin letter each looks like."""
+"""Cyrillic and Greek letters drawn like Latin ones, and the Latin letter each looks like; and
+Latin letters of phonetic alphabets drawn like plain ones (alpha, script g, small capitals),
+which NFKC leaves as they are."""
 _SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 
 

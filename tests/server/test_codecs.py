@@ -664,3 +664,47 @@ def test_the_servers_spare_rule_reaches_every_live_protocols_streams(tmp_path: P
     deepgram = asked[0]
     assert deepgram is not None
     assert deepgram.word_timestamps, "Deepgram's own options are kept"
+
+
+@pytest.mark.asr
+def test_realtime_language_changed_mid_item_reads_the_audio_after_it_in_that_language(
+    tmp_path: Path,
+) -> None:
+    """Issue 71: ``session.update`` to another language after audio had started answered
+    ``session.updated`` with it and went on reading the first one. The audio appended after
+    the update now goes to a recognizer for the new language; what came before stays with the
+    first, whose words the item keeps."""
+    heard: list[tuple[str | None, list[np.ndarray]]] = []
+
+    def recording(whisper: WhisperOptions, stream: StreamOptions | None) -> RecognizerFactory:
+        kept: list[np.ndarray] = []
+        heard.append((whisper.language, kept))
+        return lambda speaker: Recording(kept)
+
+    db = Database(f"sqlite:///{tmp_path / 'h.db'}")
+    settings = ServerSettings(db, tmp_path / "uploads", recognizers=recording,
+                              whisper=WhisperOptions(model="base"))  # fmt: skip
+    app = create_app(settings)
+    _, ana = add_user(db, "ana")
+
+    def update(language: str) -> dict[str, Any]:
+        asked = {"transcription": {"language": language}, "turn_detection": None}
+        return {"type": "session.update",
+                "session": {"type": "transcription", "audio": {"input": asked}}}  # fmt: skip
+
+    events = [update("en"), *appends(tone(1.0, 24_000)), update("es"),
+              *appends(tone(0.5, 24_000)), {"type": "input_audio_buffer.commit"}]  # fmt: skip
+    try:
+        with serving(app) as host:
+            got = realtime(
+                host, ana, events, "conversation.item.input_audio_transcription.completed"
+            )
+    finally:
+        db.dispose()
+    updated = [m for m in got if m["type"] == "session.updated"]
+    assert updated[-1]["session"]["audio"]["input"]["transcription"]["language"] == "es"
+    assert [language for language, _ in heard] == ["en", "es"]
+    seconds = [sum(len(a) for a in kept) / 16_000 for _, kept in heard]
+    assert seconds == [pytest.approx(1.0, abs=0.02), pytest.approx(0.5, abs=0.02)]
+    assert got[-1]["transcript"], "the words before the change are in the item"
+    assert got[-1]["usage"]["seconds"] == pytest.approx(1.5, abs=0.02)

@@ -471,6 +471,10 @@ def test_a_finished_meeting_is_its_owners_evidence(db: Database) -> None:
         [("host", "127.0.0.1:8000"), ("sec-fetch-site", "cross-site"),
          ("sec-fetch-site", "same-origin")],
         [("host", "127.0.0.1:8000"), ("origin", "http://127.0.0.1:8000.evil.example")],
+        # issue 71: a proxy's headers, however spelled, each alone
+        *([("host", "127.0.0.1:8000"), (name, value)] for name, value in [
+            ("x-forwarded-proto", "https"), ("via", "1.1 proxy"), ("cf-connecting-ip", "192.0.2.7"),
+            ("true-client-ip", "192.0.2.7"), ("x_forwarded_for", "192.0.2.7")]),
     ],
 )  # fmt: skip
 def test_local_mode_refuses_a_look_alike_host_and_repeated_headers(
@@ -495,6 +499,8 @@ def test_local_mode_refuses_a_look_alike_host_and_repeated_headers(
         (["José", "Jose\u0301"], "named twice"),  # NFC and NFD
         (["Alice", "Al\u200bice"], "invisible characters"),
         (["АВС", "ABC"], "named twice"),  # all Cyrillic, drawn like Latin
+        (["ana", "ɑna"], "named twice"),  # issue 71: Latin alpha
+        (["ana", "ᴀna"], "named twice"),  # issue 71: a small capital
         (["."], "'.' and '..' are not names"),
         ([".."], "'.' and '..' are not names"),
     ],

@@ -54,8 +54,18 @@ AUDIO_PATH = re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+/audio$")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-FORWARDED = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
-"""Headers a proxy adds: a request through one is not this machine's, whatever it says."""
+FORWARDED = ("forwarded", "via", "x-forwarded-for", "x-forwarded-host", "x-real-ip",
+             "cf-connecting-ip", "true-client-ip", "x-client-ip", "x-cluster-client-ip",
+             "fastly-client-ip", "x-original-forwarded-for")  # fmt: skip
+"""Headers a proxy adds: a request through one is not this machine's, whatever it says. Any
+``X-Forwarded-*`` header counts too, and a name is read with ``_`` as ``-`` (some servers pass
+``X_Forwarded_For`` on as it was sent)."""
+
+
+def proxied(name: str) -> bool:
+    """Whether a header named ``name`` (lower case) is one a proxy adds."""
+    name = name.replace("_", "-")
+    return name in FORWARDED or name.startswith("x-forwarded-")
 
 
 LOCAL_HOST = re.compile(r"^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$")
@@ -86,7 +96,7 @@ def from_this_machine(headers: list[tuple[str, str]], client: tuple[str, int] | 
     if client is None or client[0] not in LOOPBACK:
         return False
     names = [name for name, _ in headers]
-    if any(h in names for h in FORWARDED) or any(names.count(h) > 1 for h in ONCE):
+    if any(proxied(name) for name in names) or any(names.count(h) > 1 for h in ONCE):
         return False
     one = dict(headers)
     host = one.get("host", "")

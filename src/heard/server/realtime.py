@@ -213,10 +213,12 @@ class RealtimeCodec(LiveOutput):
             self.turn_detection = None if turns is None else {
                 **SERVER_VAD, **turns.model_dump(exclude_unset=True)}  # fmt: skip
         before, self.format = self.format, audio_format or self.format
-        self.language = language.split("-")[0]
+        spoken, self.language = self.language, language.split("-")[0]
         self.model = (transcription.model or self.model)[:80]
         if self.received == 0:
             await self._restart()  # not a word yet: start with what was asked
+        elif self.microphone is not None and self.language != spoken:
+            await self._switch_language()
         elif self.incoming is not None and FORMATS[self.format] != FORMATS[before]:
             self._switch_format()
         name = "transcription_session.updated" if beta else "session.updated"
@@ -246,6 +248,19 @@ class RealtimeCodec(LiveOutput):
         microphone = Microphone(speaker, path.take, lambda chunk_ms, rtf: None, recognizer)
         self.microphone = microphone
         return microphone
+
+    async def _switch_language(self) -> None:
+        """Audio appended from now on is read in the session's new language, as
+        ``session.updated`` says: what the recognizer holds (and the old format's resampler)
+        is decoded in the old language first, its words going to the item as before; the next
+        audio starts a recognizer for the new language (and format)."""
+        assert self.microphone is not None
+        if self.incoming is not None:
+            (tail,) = self.incoming.finish()
+            if tail:
+                self._hear(tail)
+        old, self.microphone, self.incoming = self.microphone, None, None
+        await old.close()
 
     def _switch_format(self) -> None:
         """Audio appended from now on is read in the session's new format (the same item and
