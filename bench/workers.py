@@ -7,7 +7,9 @@ both, as the test command does. Each round uses its own PostgreSQL schema and Re
 * Throughput: ``--meetings`` copies of the bundled three-person meeting (about 32 s
   of audio each) transcribed with faster-whisper tiny.en: in-process
   (``run_pipeline`` one meeting after another), then with 1 and 2 workers
-  (``heard worker``, one process each, started and ready before the clock starts).
+  (``heard worker`` as a user starts it: the real faster-whisper transcriber, which each pool
+  process loads after Celery forks it; one process each, started and warmed up before the
+  clock starts).
 * Task overhead per track: 40 meetings x 3 tracks whose transcriber returns at once
   (``tests.worker_fakes``), one worker, against ``run_pipeline`` on the same.
 
@@ -99,16 +101,18 @@ def wait_done(db: Database, ids: list[uuid.UUID], timeout_s: float = 900) -> Non
 
 
 @contextmanager
-def workers(count: int, db_url: str, queue: str, logs: Path) -> Iterator[None]:
+def workers(count: int, db_url: str, queue: str, logs: Path, *, fake: bool) -> Iterator[None]:
+    """``count`` ``heard worker`` processes; with ``fake``, transcribing through
+    ``tests.worker_fakes`` (tracks that return at once), else as users run them."""
     env = {
         **os.environ,
         "HEARD_BROKER_URL": REDIS,
         "HEARD_QUEUE": queue,
         "HEARD_DATABASE_URL": db_url,
-        "HEARD_TRANSCRIBER": "tests.worker_fakes:routing",
         "HEARD_ASR_THREADS": str(max(1, (os.cpu_count() or 2) // count)),
-        "PYTHONPATH": str(REPO),
     }
+    if fake:
+        env |= {"HEARD_TRANSCRIBER": "tests.worker_fakes:routing", "PYTHONPATH": str(REPO)}
     procs = []
     for i in range(count):
         log = logs / f"{queue}-{i}.log"
@@ -142,7 +146,7 @@ def on_workers(count: int, make: str, n: int, logs: Path) -> float:
         ids = real_meetings(db, n) if make == "real" else fake_meetings(db, n)
         queue = f"heard-bench-{uuid.uuid4().hex[:8]}"
         celery_app.configure(Settings(database_url=url, broker_url=REDIS, queue=queue))
-        with workers(count, url, queue, logs):
+        with workers(count, url, queue, logs, fake=make != "real"):
             if make == "real":  # each worker loads its model before the clock starts
                 warm = [
                     create_meeting(

@@ -51,6 +51,11 @@ class Settings:
         "How long Redis keeps an unacknowledged task before handing it to another worker; "
         "must exceed the time limit.",
     )  # fmt: skip
+    worker_stop_s: float = _var(
+        "HEARD_WORKER_STOP_S", 10.0,
+        "How long a `heard worker` sent SIGTERM lets its tracks in hand finish before it "
+        "hands them back to the queue for another worker, and stops.",
+    )  # fmt: skip
     retry_delay_s: float | None = _var(
         "HEARD_RETRY_DELAY_S", None,
         "First wait before looking again at a track still recording; it doubles on each "

@@ -2,27 +2,27 @@
 
 Worker processes run ``heard worker`` with ``HEARD_TRANSCRIBER`` pointing at
 ``tests.worker_fakes`` (fake tracks are ``fake://`` locations; real files go to
-faster-whisper). Each test has its own queue and its own PostgreSQL schema.
+faster-whisper). Each test has its own queue and its own PostgreSQL schema. Their real twin,
+workers as users start them with the real model, is tests/meetings/test_worker_real.py.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import pytest
 import redis
 from sqlalchemy import func, select, text, update
 from tests.conftest import AUDIO, REPO
+from tests.meetings.workers import Workers, all_done, queued, wait_for
 from tests.reading import assert_reads
 from tests.worker_fakes import fake_segments
 
@@ -46,77 +46,17 @@ def pg_url(postgres_schema_url: str) -> str:
 
 @pytest.fixture
 def env(pg_url: str, redis_url: str) -> Iterator[dict[str, str]]:
-    queue = f"heard-test-{uuid.uuid4().hex[:10]}"
-    values = {
-        "HEARD_BROKER_URL": redis_url,
-        "HEARD_QUEUE": queue,
-        "HEARD_DATABASE_URL": pg_url,
+    fakes = {
         "HEARD_TRANSCRIBER": "tests.worker_fakes:routing",
         "HEARD_STUCK_AFTER_S": str(STUCK_AFTER_S),
         "HEARD_VISIBILITY_TIMEOUT_S": str(VISIBILITY_S),
         "HEARD_RETRY_DELAY_S": "0.5",
         "PYTHONPATH": str(REPO),
     }
-    celery_app.configure(settings(values))  # this process as the workers see it
-    yield {**os.environ, **values}
-    celery_app.configure()
-    with redis.Redis.from_url(redis_url) as client:
-        for key in client.scan_iter(f"*{queue}*"):
-            client.delete(key)
-
-
-class Workers:
-    def __init__(self, env: dict[str, str], logs: Path) -> None:
-        self.env, self.logs = env, logs
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self) -> subprocess.Popen[bytes]:
-        with (self.logs / f"worker{len(self.procs)}.log").open("wb") as log:
-            return self._spawn(log)
-
-    def _spawn(self, log: IO[bytes]) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "heard", "worker", "--loglevel", "INFO"],
-            env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        self.procs.append(proc)
-        return proc
-
-    def kill9(self, proc: subprocess.Popen[bytes]) -> None:
-        """The machine running this worker dies: every process of it, at once."""
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-    def log_tail(self) -> str:
-        return "\n".join(
-            p.read_text(errors="replace")[-1500:] for p in self.logs.glob("worker*.log")
-        )
-
-
-@pytest.fixture
-def workers(env: dict[str, str], tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(env, tmp_path)
-    yield w
-    w.stop()
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, workers: Workers) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    pytest.fail(f"timed out after {timeout_s} s waiting for {what}\n{workers.log_tail()}")
+    with queued(pg_url, redis_url, **fakes) as values:
+        celery_app.configure(settings(values))  # this process as the workers see it
+        yield {**os.environ, **values}
+        celery_app.configure()
 
 
 def fake_meeting(db: Database, n: int, sleep_s: float = 0.3) -> uuid.UUID:
@@ -143,10 +83,6 @@ def stored(db: Database, meeting_id: uuid.UUID) -> list[tuple[str, float, float,
     ]
 
 
-def all_done(db: Database, ids: list[uuid.UUID]) -> Callable[[], bool]:
-    return lambda: all(get_meeting(db, m).status is not MeetingStatus.PENDING for m in ids)
-
-
 def phrase_rows(db: Database, meeting_id: uuid.UUID) -> int:
     with db.session() as s:
         return (
@@ -155,14 +91,6 @@ def phrase_rows(db: Database, meeting_id: uuid.UUID) -> int:
             )
             or 0
         )
-
-
-@pytest.fixture
-def db(env: dict[str, str]) -> Iterator[Database]:
-    database = Database(env["HEARD_DATABASE_URL"])
-    database.migrate()
-    yield database
-    database.dispose()
 
 
 def test_two_workers_complete_every_meeting(

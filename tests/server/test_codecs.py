@@ -20,6 +20,7 @@ import av
 import httpx
 import numpy as np
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
@@ -185,6 +186,20 @@ def realtime(
         while not got or got[-1]["type"] != until:
             got.append(json.loads(ws.recv(timeout=20)))
     return got
+
+
+def completed(
+    app: FastAPI, db: Database, token: str, events: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``events`` on a Realtime socket of ``app`` (served until then) up to the completed
+    transcript of the item they make; ``db`` is closed after."""
+    try:
+        with serving(app) as host:
+            return realtime(
+                host, token, events, "conversation.item.input_audio_transcription.completed"
+            )
+    finally:
+        db.dispose()
 
 
 def appends(samples: np.ndarray, rate: int = 24_000) -> list[dict[str, Any]]:
@@ -574,13 +589,7 @@ def test_realtime_format_changed_mid_item_reads_the_audio_after_it_so(tmp_path: 
         "format": {"type": "audio/pcmu"}}}}}  # fmt: skip
     events = [pcm, *appends(tone(1.0, 24_000)), pcmu, *appends(to_mulaw(tone(1.0, 8000)), 8000),
               {"type": "input_audio_buffer.commit"}]  # fmt: skip
-    try:
-        with serving(app) as host:
-            got = realtime(
-                host, ana, events, "conversation.item.input_audio_transcription.completed"
-            )
-    finally:
-        db.dispose()
+    got = completed(app, db, ana, events)
     updated = [m for m in got if m["type"] == "session.updated"]
     assert updated[-1]["session"]["audio"]["input"]["format"]["type"] == "audio/pcmu"
     assert got[-1]["usage"]["seconds"] == pytest.approx(2.0, abs=0.02)
@@ -694,13 +703,7 @@ def test_realtime_language_changed_mid_item_reads_the_audio_after_it_in_that_lan
 
     events = [update("en"), *appends(tone(1.0, 24_000)), update("es"),
               *appends(tone(0.5, 24_000)), {"type": "input_audio_buffer.commit"}]  # fmt: skip
-    try:
-        with serving(app) as host:
-            got = realtime(
-                host, ana, events, "conversation.item.input_audio_transcription.completed"
-            )
-    finally:
-        db.dispose()
+    got = completed(app, db, ana, events)
     updated = [m for m in got if m["type"] == "session.updated"]
     assert updated[-1]["session"]["audio"]["input"]["transcription"]["language"] == "es"
     assert [language for language, _ in heard] == ["en", "es"]

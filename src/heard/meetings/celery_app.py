@@ -89,6 +89,9 @@ def configure(chosen: Settings | None = None) -> Celery:
             "unacked_restore_interval": max(1.0, min(10.0, s.visibility_timeout_s / 4)),
             "unacked_restore_throttle": 1,
         },
+        # SIGTERM is a cold shutdown (heard worker sets REMAP_SIGTERM): tracks in hand get
+        # this long to finish, then go back to the queue unacknowledged
+        worker_soft_shutdown_timeout=s.worker_stop_s,
         broker_connection_retry_on_startup=True,
         task_ignore_result=True,
         worker_hijack_root_logger=False,
