@@ -141,6 +141,8 @@ def transcribe_track_task(self: Task, track_id: str) -> str:
         claim = claim_track(db, tid, utc_now())
         if claim is not None:
             whisper = WhisperOptions.from_settings(_settings)
+            # the model is loaded here, in the pool process, once (load_model keeps it), and
+            # never in the worker's parent: CTranslate2's threads do not survive the fork
             transcriber = load_transcriber(_settings.transcriber, whisper)
             status = transcribe_claimed(db, claim, transcriber, utc_now, options)
             if status is TrackStatus.PENDING:  # a transient error; attempts remain
