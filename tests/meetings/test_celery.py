@@ -22,7 +22,7 @@ import pytest
 import redis
 from sqlalchemy import func, select, text, update
 from tests.conftest import AUDIO, REPO
-from tests.meetings.workers import Workers, all_done, queued, wait_for
+from tests.meetings.workers import Workers, all_done, migrated, queued, wait_for
 from tests.reading import assert_reads
 from tests.worker_fakes import fake_segments
 
@@ -91,6 +91,12 @@ def phrase_rows(db: Database, meeting_id: uuid.UUID) -> int:
             )
             or 0
         )
+
+
+@pytest.fixture
+def db(env: dict[str, str]) -> Iterator[Database]:
+    with migrated(env["HEARD_DATABASE_URL"]) as database:
+        yield database
 
 
 def test_two_workers_complete_every_meeting(

@@ -18,15 +18,15 @@ import time
 import uuid
 import wave
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from tests.conftest import AUDIO, REPO
-from tests.meetings.workers import Workers, all_done, queued, wait_for
-from tests.reading import JFK as JFK_SAID
-from tests.reading import assert_reads
+from tests.meetings.workers import Workers, all_done, migrated, queued, wait_for
+from tests.reading import assert_reads, normalize
 from tests.server.threaded import free_port
 
 from heard.asr.audio import SAMPLE_RATE, load_audio
@@ -44,6 +44,13 @@ def env(postgres_schema_url: str, redis_url: str) -> Iterator[dict[str, str]]:
     """What an operator sets for workers and the commands that queue to them; nothing else."""
     with queued(postgres_schema_url, redis_url) as values:
         yield {**{k: v for k, v in os.environ.items() if not k.startswith("HEARD_")}, **values}
+
+
+@pytest.fixture
+def db(env: dict[str, str]) -> Iterator[Database]:
+    """The store the workers write to, read here as it is written."""
+    with migrated(env["HEARD_DATABASE_URL"]) as database:
+        yield database
 
 
 def worker(workers: Workers, *args: str) -> subprocess.Popen[bytes]:
@@ -169,7 +176,8 @@ def test_sigterm_stops_a_busy_worker_and_the_next_one_finishes_its_track(
     worker(workers)
     wait_for(all_done(db, [meeting_id]), 300, "the next worker to finish the track", workers)
     assert get_meeting(db, meeting_id).status is MeetingStatus.COMPLETE, f"stopped in {took} s"
-    # once: a track stored twice would say each of JFK's word pairs 24 times
-    assert_reads(
-        " ".join(p.text for p in meeting_phrases(db, meeting_id)), " ".join([JFK_SAID] * 12)
-    )
+    # once: JFK's twelve sentences, not 24, on a timeline that never goes back
+    phrases = meeting_phrases(db, meeting_id)
+    said = normalize(" ".join(p.text for p in phrases))
+    assert 10 <= said.count("fellow americans") <= 12, said
+    assert all(a.end_s <= b.start_s for a, b in pairwise(phrases))

@@ -86,3 +86,14 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, workers
 
 def all_done(db: Database, ids: list[uuid.UUID]) -> Callable[[], bool]:
     return lambda: all(get_meeting(db, m).status is not MeetingStatus.PENDING for m in ids)
+
+
+@contextmanager
+def migrated(url: str) -> Iterator[Database]:
+    """The store at ``url``, its tables made, closed at the end."""
+    database = Database(url)
+    database.migrate()
+    try:
+        yield database
+    finally:
+        database.dispose()
