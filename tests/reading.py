@@ -1,12 +1,13 @@
 """What a test may assert of a model's reading of speech, on any CPU.
 
-CTranslate2 picks its kernels by the processor's instruction set, so the same tiny.en reads the
-same audio a little differently on AVX-512, AVX2 and AVX: on AVX2 JFK's "And so my fellow
-Americans" is "And so am I fellow Americans" (issue 70). A test of recognized speech therefore
-checks what heard promises of any reading (every word once, in order, within a bound of the
-words said) or compares two of heard's paths on the same machine, never one CPU's exact words.
-A test that must hold one reading exactly pins the instruction set for itself
-(``CT2_FORCE_CPU_ISA`` in a process of its own) and says why.
+CTranslate2 picks its kernels by the processor, and its int8 matrix products go to Intel's MKL
+on Intel processors and to oneDNN on others, each choosing its own instruction set: the same
+tiny.en reads the same audio a little differently on AVX-512, AVX2 and AVX (on AVX2 JFK's "And
+so my fellow Americans" is "And so am I fellow Americans", issue 70). A test of recognized
+speech therefore checks what heard promises of any reading (within a bound of the words said,
+at most a word lost, no stretch said twice) or compares two of heard's paths on the same
+machine, never one CPU's exact words. docs/getting-started.md says how to run the suite as
+another processor would.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ JFK = (
 
 JFK_WER = 0.15
 """How far tiny.en's reading of JFK may stray on any CPU: three words of 22 (AVX2's "so am i
-fellow" for "so my fellow" is two)."""
+fellow" for "so my fellow" is two, beam 5's "asked not" one more)."""
 
 
 def normalize(text: str) -> str:
@@ -53,29 +54,44 @@ def doubled(reference: str, hypothesis: str) -> list[str]:
     """
     said, meant = normalize(hypothesis).split(), normalize(reference).split()
     pairs, meant_pairs = Counter(pairwise(said)), Counter(pairwise(meant))
-    again = [
-        f"{a} {b}" for (a, b), n in pairs.items() if meant_pairs[(a, b)] and n > meant_pairs[(a, b)]
+    return [
+        f"{a} {b}"
+        for (a, b), n in pairs.items()
+        if n > meant_pairs[(a, b)] > 0 or (a == b and not meant_pairs[(a, b)])
     ]
-    again += [f"{a} {b}" for (a, b) in pairs if a == b and not meant_pairs[(a, b)]]
-    return again
 
 
-def assert_reads(hypothesis: str, reference: str = JFK, *, max_wer: float = JFK_WER) -> None:
-    """``hypothesis`` is a reading of ``reference``: within ``max_wer`` of its words, and no
-    stretch of it said twice."""
+def assert_reads(
+    hypothesis: str, reference: str = JFK, *, max_wer: float = JFK_WER, max_lost: int = 1
+) -> None:
+    """``hypothesis`` is a reading of ``reference``: within ``max_wer`` of its words, with at
+    most ``max_lost`` of them missing, and no stretch of it said twice.
+
+    >>> assert_reads("And so am I fellow Americans, ask not what your country can do for you.",
+    ...              "and so my fellow americans ask not what your country can do for you")
+    >>> assert_reads("ask not what your", "ask not what your country can", max_wer=0.5)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    AssertionError: 2 words lost > 1: 'ask not what your'...
+    """
     found = wer(reference, hypothesis)
     assert found <= max_wer, f"WER {found:.3f} > {max_wer}: {normalize(hypothesis)!r}"
+    lost = jiwer.process_words(normalize(reference), normalize(hypothesis)).deletions
+    assert lost <= max_lost, f"{lost} words lost > {max_lost}: {normalize(hypothesis)!r}"
     assert not doubled(reference, hypothesis), (
         f"said twice: {doubled(reference, hypothesis)} in {normalize(hypothesis)!r}"
     )
 
 
-def assert_hears(text: str, reference: str, *, at_least: float = 0.6) -> None:
+def assert_hears(text: str, reference: str, *, at_least: float = 0.6, what: str = "") -> None:
     """``text`` holds most of ``reference``'s words (a share ``at_least`` of them, in any order):
-    for a reading of part of a recording, or one with more said around it.
+    for a reading of part of a recording, or one with more said around it; ``what`` names it in
+    a failure.
 
     >>> assert_hears("And so am I fellow Americans, ask", "and so my fellow americans")
     """
     meant = set(normalize(reference).split())
     found = meant & set(normalize(text).split())
-    assert len(found) >= at_least * len(meant), f"{sorted(meant - found)} missing from {text!r}"
+    assert len(found) >= at_least * len(meant), (
+        f"{what}: {sorted(meant - found)} missing from {text!r}"
+    )

@@ -107,6 +107,10 @@ try: print(u.urlopen("http://127.0.0.1:8000/", timeout=10).status)
 except Exception as e: print(getattr(e, "code", None) or type(e).__name__); sys.exit(1)'
 }
 if ((serving)); then
+  if answers >/dev/null 2>&1; then  # the root shares this machine's network
+    echo "fresh_root.sh: something already answers on 127.0.0.1:8000; stop it first" >&2
+    exit 1
+  fi
   echo "== heard serve from .venv on 8000, as a user leaves it running"
   in_root bash -c 'cd /root/heard && (setsid .venv/bin/heard serve >/root/serve.log 2>&1 &)'
   for _ in $(seq 120); do answers >/dev/null 2>&1 && break; sleep 1; done

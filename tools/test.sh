@@ -20,9 +20,17 @@ fi
 venv="${HEARD_TEST_VENV:-.venv-test}"
 echo "== the test command changes only this: heard[dev] into $venv (nothing else of yours), and"
 echo "   Debian packages when missing (espeak-ng, sox, chromium; postgresql and redis-server when"
-echo "   none answer at the test URLs: throwaway servers on free ports, stopped afterwards)"
-if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then  # none, or one left half-made
+echo "   none answer at the test URLs: the tests use throwaway servers on free ports, stopped"
+echo "   afterwards, but on a machine run by systemd the packages' own services stay enabled)"
+if [ ! -e "$venv" ]; then
   echo "== making a virtual environment in $venv"
+  python3 -m venv "$venv"
+elif ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+  if [ -n "${HEARD_TEST_VENV:-}" ]; then  # someone else's: not ours to remake
+    echo "tools/test.sh: $venv has no working pip; give HEARD_TEST_VENV a venv made by python3 -m venv" >&2
+    exit 2
+  fi
+  echo "== $venv was left half-made: making it again"
   python3 -m venv --clear "$venv"
 fi
 py="$venv/bin/python"
@@ -64,4 +72,7 @@ echo "== pytest"
 # test that uses the default store never reads or writes the user's own.
 data=$(mktemp -d)
 trap 'rm -rf "$site" "$data"' EXIT
+# heard's own settings from the user's shell (HEARD_DATABASE_URL, HEARD_MODEL...) would change
+# what the tests run against: only the tests' own (HEARD_TEST_*) reach them.
+for name in $(compgen -e | grep '^HEARD_' | grep -v '^HEARD_TEST_'); do unset "$name"; done
 XDG_DATA_HOME="$data" "$py" tools/services.py -- "$py" -m pytest "$@"

@@ -21,7 +21,7 @@ from heard.asr.streaming import (
 )
 from heard.transcript.events import EventKind
 from tests.conftest import AUDIO
-from tests.reading import JFK, assert_reads
+from tests.reading import assert_reads
 
 FRAME = SAMPLE_RATE // 10  # 100 ms, as a microphone or a socket sends audio
 
@@ -108,7 +108,7 @@ def test_words_are_committed_inside_the_sentence_and_none_is_said_twice() -> Non
     assert all(not d.endpoint for _, d in commits[:-1])
     assert commits[0][0] <= 3 * SAMPLE_RATE
     assert longest < 8 * SAMPLE_RATE, "the buffer is cut behind committed words"
-    # every word once, in order
+    # every word once (at most one lost), none twice
     assert_reads(" ".join(d.text for _, d in commits))
 
 
@@ -133,7 +133,6 @@ def test_a_sentence_of_commits_is_one_final_event() -> None:
 def test_no_word_is_doubled_at_any_step_the_pace_sets(step_ms: int, lead_s: float) -> None:
     """The shared pace sets steps from 0.5 to 4 s: the cuts then fall elsewhere in the speech.
     No word comes twice, and at most one is lost (tiny.en misses a word at a forced cut)."""
-    import jiwer
 
     jfk = load_audio(AUDIO / "jfk.flac")
     samples = np.concatenate([np.zeros(int(lead_s * SAMPLE_RATE), dtype=np.float32), jfk])
@@ -142,8 +141,7 @@ def test_no_word_is_doubled_at_any_step_the_pace_sets(step_ms: int, lead_s: floa
     for frame in frames(samples):
         said += recognizer.push(frame)
     said += recognizer.finish()
-    assert_reads(finals(said))  # no stretch said twice, on any CPU's reading
-    assert jiwer.process_words(JFK, strip_punctuation(finals(said))).deletions <= 1
+    assert_reads(finals(said))  # at most one word lost, none twice, on any CPU's reading
 
 
 def test_the_silence_after_the_last_committed_words_ends_the_utterance(

@@ -212,9 +212,11 @@ def test_models_benchmark_measures_every_model_on_the_same_recordings(tmp_path: 
         assert r["heard_rtf"] > 0
         assert r["raw_rtf"] > 0
         assert r["streaming_rtf"] > 0
-    # the claims of BENCHMARKS.md: both models word for word on the English recordings, base
-    # detecting English there and Spanish on the espeak-ng voice with most words right
-    assert all(r["heard_wer"] == r["raw_wer"] == 0 for r in tiny + base[:3])
+    # the claims of BENCHMARKS.md: on the English recordings heard reads as raw faster-whisper
+    # does on the same machine (the words themselves vary a little from one CPU to another:
+    # tests/reading.py), base detecting English there and Spanish on the espeak-ng voice with
+    # most words right
+    assert all(r["heard_wer"] == r["raw_wer"] <= 0.2 for r in tiny + base[:3])
     assert {r["language"] for r in base[:3]} == {"en"}
     assert base[3]["language"] == "es"
     assert base[3]["heard_wer"] <= 0.25
@@ -309,16 +311,16 @@ def test_long_track_benchmark_transcribes_the_same_track_on_both_sides() -> None
 
 @pytest.mark.asr
 def test_serve_benchmark_streams_the_same_audio_over_every_protocol() -> None:
-    opening = "and so my fellow americans"  # what JFK says in the first 4 s
     """/v1/live beside /v1/listen and /v1/realtime (issues 31, 41): each answers the same
     audio with interims and finals, the REST ones the whole file; the latencies are printed,
     not asserted."""
+    opening = "and so my fellow americans"  # what JFK says in the first 4 s
     result = load("serve").run_protocols(speech_s=4.0)
     for name in ("live", "listen", "realtime"):
         side = result[name]
         assert side["first_interim_s"] is not None, name
         assert side["final_after_speech_s"] is not None, name
-        assert_hears(side["finals"], opening)
+        assert_hears(side["finals"], opening, what=name)
     assert result["openai_stream"]["first_delta_s"] <= result["openai_stream"]["done_s"]
     assert_hears(result["openai_stream"]["text"], opening)
     assert_hears(result["deepgram_prerecorded"]["text"], opening)

@@ -34,7 +34,7 @@ DB_COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("users", "add"): ["ana"],
     ("users", "token"): ["ana"],
     ("users", "revoke"): ["ana"],
-    ("serve",): ["--port", "9"],
+    ("serve",): [],  # the store is checked before the port is taken
     ("demo",): [],
 }
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.reading import assert_hears
 
 from heard.transcript.events import EventKind, read_events
 from heard.transcript.stabilizer import TranscriptStabilizer
@@ -38,10 +39,8 @@ def test_records_a_replayable_log_from_real_speech(tmp_path: Path) -> None:
     assert all(e.kind is EventKind.PARTIAL for e in events[:-1])
     assert len(events) >= 3
     assert {e.speaker for e in events} == {"alice"}
-    final = events[-1].text.lower()
-    # tiny.en on espeak-ng speech: these words survive, "weather" may not
-    assert "going to" in final
-    assert "market" in final
+    # tiny.en on espeak-ng speech: most words survive ("weather" may not, and CPUs differ)
+    assert_hears(events[-1].text, "the weather is nice today and we are going to the market")
     session = TranscriptStabilizer()
     steps = list(session.replay(events))
     assert steps[-1].hypothesis.final

@@ -168,8 +168,10 @@ def serve(
             f"--local serves without tokens, so only on this machine's loopback: drop --host "
             f"{host} (or give users tokens: heard users add NAME)"
         )
-    # What the command line and the environment choose is checked before the port is taken:
-    # a wrong choice is reported as itself whoever holds the port (another heard, say).
+    # What the command line and the environment choose (settings, model name, CORS origins,
+    # the store) is checked before the port is taken: a wrong choice is reported as itself
+    # whoever holds the port (another heard, say). The model's files, the broker and the
+    # transcriber are loaded or reached after it.
     chosen = chosen_settings(model, language, device, compute_type)
     spare = SPARE_RULES[spare_cpu or chosen.spare_cpu]  # an unknown name fails here
     whisper = WhisperOptions.from_settings(chosen)
@@ -181,11 +183,16 @@ def serve(
                 f"CORS origin {origin!r}: give a scheme and host, like https://app.example.com "
                 "(no path, no *: a page holding a token must be one you name)"
             )
-    queued = queue_database(db) if queue else None  # a --db the workers do not open fails here
-    sock = listening_socket(host, port)  # a port in use fails now, before the model loads
+    # a --queue --db the workers do not open, or a store that cannot be had, fails here
+    database = queue_database(db) if queue else Database(database_url(db))
+    try:
+        database.migrate()
+        sock = listening_socket(host, port)  # a port in use fails now, before the model loads
+    except BaseException:
+        database.dispose()
+        raise
     with sock:  # closed however the start ends (uvicorn closes it too, when it stops)
         load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
-        database = queued or Database(database_url(db))
         transcriber = None
         if queue:
             from heard.meetings.celery_app import check_broker, configure
