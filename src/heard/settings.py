@@ -199,3 +199,11 @@ def default_database_url() -> str:
 def database_url(explicit: str | None = None) -> str:
     """The store's URL: ``explicit``, else ``$HEARD_DATABASE_URL``, else the SQLite default."""
     return explicit or settings().database_url or default_database_url()
+
+
+def default_for_libraries(values: Mapping[str, str]) -> None:
+    """Set, where the environment does not already, variables a library reads for itself
+    (Celery's billiard reads ``REMAP_SIGTERM`` once, when it is imported): the one place heard
+    writes its process's environment, so the processes it starts inherit them too."""
+    for name, value in values.items():
+        os.environ.setdefault(name, value)

@@ -6,6 +6,7 @@ import importlib.util
 import shutil
 import sys
 import wave
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -319,9 +320,8 @@ def test_a_quick_genuine_repeat_keeps_both_utterances(
     track += [okay, pause(0.8), right, pause(1.0), right, pause(0.8)]
     segments = transcriber.transcribe(np.concatenate(track)).segments
     words = normalize(" ".join(s.text for s in segments)).split()
-    # each said twice is read twice, however this CPU reads it alone ("okay", "OK"...)
-    for clip in (okay, right):
-        alone = normalize(" ".join(s.text for s in transcriber.transcribe(clip).segments))
-        assert alone, "read alone, the clip is read"
-        assert words.count(alone.split()[-1]) == 2, (alone, segments)
+    # each said twice is read twice, however this CPU reads it ("okay" or "OK", "that's
+    # right"): three words read twice each
+    twice = [w for w, n in Counter(words).items() if n == 2]
+    assert len(twice) >= 3, segments
     assert not [r for _, r in transcriber.dropped if r.startswith("repeats")], transcriber.dropped

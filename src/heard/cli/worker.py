@@ -36,11 +36,10 @@ def worker(
     track when the meeting was made wins over --language. SIGTERM stops it within
     $HEARD_WORKER_STOP_S: a track still being transcribed then goes back to the queue.
     """
-    import os
-
     from heard.asr.models import model_files
     from heard.asr.whisper import WhisperOptions
     from heard.meetings.celery_app import check_broker, configure
+    from heard.settings import default_for_libraries
 
     chosen = chosen_settings(model, language, device, compute_type)
     if chosen.transcriber == "faster-whisper":
@@ -56,7 +55,7 @@ def worker(
     # shutdown, bounded by worker_soft_shutdown_timeout: a warm one waits for every track in
     # hand, an hour of audio, say. Set before the worker imports billiard.common, which reads
     # it once.
-    os.environ.setdefault("REMAP_SIGTERM", "SIGQUIT")
+    default_for_libraries({"REMAP_SIGTERM": "SIGQUIT"})
     celery_app.worker_main(
         [
             "worker",
