@@ -75,6 +75,7 @@ def pauses(truth: list[Word], start: float, end: float) -> list[tuple[float, flo
 @settings(max_examples=300, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40))
 @example(seed=274, n=39)  # "on on on" with pauses: the third heard again across the line
+@example(seed=183, n=15)  # "is test is the": the line moved past "test" to the second "is"
 def test_the_committed_words_are_the_speech_each_once(seed: int, n: int) -> None:
     rng = random.Random(seed)
     truth = speech(rng, n)

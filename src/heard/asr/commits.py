@@ -161,6 +161,8 @@ class WordCommits:
             if j > by_time and words[j - 1].start > self.committed_end_s + _REPEAT_S:
                 break
             m = matched(j)
+            if j > by_time and m < j - by_time:
+                continue  # past the line only over words that are the committed ones again
             if m > best_m or (m == best_m and m and abs(j - by_time) < abs(best - by_time)):
                 best, best_m = j, m  # the nearest of the longest
         return list(words[best:])
