@@ -256,9 +256,7 @@ class RealtimeCodec(LiveOutput):
         audio starts a recognizer for the new language (and format)."""
         assert self.microphone is not None
         if self.incoming is not None:
-            (tail,) = self.incoming.finish()
-            if tail:
-                self._hear(tail)
+            self._hear_what_is_left(self.incoming)
         old, self.microphone, self.incoming = self.microphone, None, None
         await old.close()
 
@@ -268,7 +266,11 @@ class RealtimeCodec(LiveOutput):
         held goes to the recognizer first."""
         assert self.incoming is not None
         old, self.incoming = self.incoming, IncomingAudio(*FORMATS[self.format])
-        (tail,) = old.finish()
+        self._hear_what_is_left(old)
+
+    def _hear_what_is_left(self, incoming: IncomingAudio) -> None:
+        """What ``incoming``'s resampler still holds, to the recognizer."""
+        (tail,) = incoming.finish()
         if tail:
             self._hear(tail)
 
