@@ -164,37 +164,56 @@ def _run(argv: list[str]) -> None:
         raise Unavailable(f"{Path(argv[0]).name} failed: {done.stderr.strip()[-300:]}")
 
 
+class PostgresCluster:
+    """A PostgreSQL cluster of its own in ``workdir``, on a free port: made at once, then
+    started and stopped at will (a test stops it under a running server)."""
+
+    def __init__(self, workdir: Path) -> None:
+        bindir = _postgres_bindir()
+        if bindir is None:
+            apt_install("postgresql")
+            bindir = _postgres_bindir()
+            if bindir is None:
+                raise Unavailable("the postgresql package installed no pg_ctl")
+        data = workdir / "postgres"
+        data.mkdir()
+        as_owner: list[str] = []
+        if os.geteuid() == 0:
+            # PostgreSQL refuses to run as root: the cluster belongs to the user Debian's
+            # package made.
+            shutil.chown(data, user="postgres", group="postgres")
+            as_owner = ["runuser", "-u", "postgres", "--"]
+        self.port = _free_port()
+        _run([*as_owner, str(bindir / "initdb"), "-D", str(data), "-U", "postgres",
+              "--auth=trust", "--encoding=UTF8", "--no-sync"])  # fmt: skip
+        self._settings = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={data} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._pg_ctl = [*as_owner, str(bindir / "pg_ctl"), "-D", str(data),
+                        "-l", str(data / "server.log")]  # fmt: skip
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/test"
+
+    def start(self) -> None:
+        """Start it and wait until it answers (its ``test`` database made on first start)."""
+        _run([*self._pg_ctl, "-w", "-t", str(int(READY_TIMEOUT_S)), "-o", self._settings,
+              "start"])  # fmt: skip
+        _wait(lambda: postgres_problem(self.url), "the throwaway PostgreSQL")
+
+    def stop(self) -> None:
+        """Stop it (``fast``: open sessions are ended, as at a restart of the service)."""
+        subprocess.run([*self._pg_ctl, "-m", "fast", "stop"], capture_output=True)
+
+
 @contextlib.contextmanager
 def throwaway_postgres(workdir: Path) -> Iterator[str]:
     """A PostgreSQL cluster of its own in ``workdir``, on a free port; stopped on exit."""
-    bindir = _postgres_bindir()
-    if bindir is None:
-        apt_install("postgresql")
-        bindir = _postgres_bindir()
-        if bindir is None:
-            raise Unavailable("the postgresql package installed no pg_ctl")
-    data = workdir / "postgres"
-    data.mkdir()
-    as_owner: list[str] = []
-    if os.geteuid() == 0:
-        # PostgreSQL refuses to run as root: the cluster belongs to the user Debian's package made.
-        shutil.chown(data, user="postgres", group="postgres")
-        as_owner = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
-    _run([*as_owner, str(bindir / "initdb"), "-D", str(data), "-U", "postgres",
-          "--auth=trust", "--encoding=UTF8", "--no-sync"])  # fmt: skip
-    settings = (
-        f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={data} "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-    )
-    pg_ctl = [*as_owner, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log")]
-    _run([*pg_ctl, "-w", "-t", str(int(READY_TIMEOUT_S)), "-o", settings, "start"])
+    cluster = PostgresCluster(workdir)
     try:
-        url = f"postgresql+psycopg://postgres@127.0.0.1:{port}/test"
-        _wait(lambda: postgres_problem(url), "the throwaway PostgreSQL")
-        yield url
+        cluster.start()
+        yield cluster.url
     finally:
-        subprocess.run([*pg_ctl, "-m", "fast", "stop"], capture_output=True)
+        cluster.stop()
 
 
 @contextlib.contextmanager

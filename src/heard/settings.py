@@ -56,6 +56,13 @@ class Settings:
         "How long a `heard worker` sent SIGTERM lets its tracks in hand finish before it "
         "hands them back to the queue for another worker, and stops.",
     )  # fmt: skip
+    lease_s: float = _var(
+        "HEARD_LEASE_S", 30.0,
+        "How long a server's lease on its runs lasts: it renews it every fifth of this; "
+        "another server on the same database takes over the runs of one silent this long "
+        "(killed, or its host lost), once it has itself been in touch with the database for "
+        "as long. At most 600.",
+    )  # fmt: skip
     retry_delay_s: float | None = _var(
         "HEARD_RETRY_DELAY_S", None,
         "First wait before looking again at a track still recording; it doubles on each "
@@ -123,8 +130,9 @@ class Settings:
     )  # fmt: skip
     resume: bool = _var(
         "HEARD_RESUME", True,
-        "At start-up, `heard serve` resumes the meetings a process that is gone left off "
-        "(here, or on the workers with --queue); 0: it only takes their tracks back.",
+        "`heard serve` resumes the meetings a process that is gone left off, at start-up "
+        "and when another server's lease runs out (here, or on the workers with --queue); "
+        "0: it only takes their tracks back at start-up.",
     )  # fmt: skip
     spare_cpu: str = _var(
         "HEARD_SPARE_CPU", "off",
@@ -142,6 +150,10 @@ class Settings:
         "The key that signs the meetings page's audio links (with the asking token); empty: a "
         "random one per server process. Give every server behind one address the same.",
     )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.lease_s <= 600:
+            raise InputError(f"$HEARD_LEASE_S must be from 1 to 600 (seconds), got {self.lease_s}")
 
     @classmethod
     def variables(cls) -> dict[str, str]:

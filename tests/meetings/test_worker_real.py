@@ -16,21 +16,18 @@ import subprocess
 import sys
 import time
 import uuid
-import wave
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
 import httpx
-import numpy as np
 import pytest
 from tests.conftest import AUDIO, REPO
-from tests.meetings.workers import Workers, all_done, migrated, queued, wait_for
+from tests.meetings.workers import Workers, all_done, jfk_times, migrated, queued, wait_for
 from tests.reading import JFK as JFK_SAID
 from tests.reading import assert_hears, assert_reads, normalize
 from tests.server.threaded import free_port
 
-from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.store.database import Database
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.views import get_meeting, meeting_phrases, track_states
@@ -69,19 +66,6 @@ def worker(workers: Workers, *args: str) -> subprocess.Popen[bytes]:
 def heard(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "heard", *args], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-
-
-def jfk_times(n: int, path: Path) -> Path:
-    """JFK said ``n`` times in a row, a second apart: a track that keeps a worker busy."""
-    jfk = load_audio(JFK)
-    gap = np.zeros(SAMPLE_RATE, dtype=np.float32)
-    samples = np.concatenate([part for _ in range(n) for part in (jfk, gap)])
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(SAMPLE_RATE)
-        out.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    return path
 
 
 def read_jfk(db: Database, meeting_id: uuid.UUID, participant: str) -> None:

@@ -9,15 +9,18 @@ import subprocess
 import sys
 import time
 import uuid
+import wave
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import pytest
 import redis
-from tests.conftest import REPO
+from tests.conftest import AUDIO, REPO
 
+from heard.asr.audio import SAMPLE_RATE, load_audio
 from heard.store.database import Database
 from heard.store.models import MeetingStatus
 from heard.store.views import get_meeting
@@ -63,11 +66,12 @@ class Workers:
         for proc in self.procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
+        for proc in self.procs:  # a busy worker lets its tasks run HEARD_WORKER_STOP_S (10 s)
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
     def log_tail(self) -> str:
         return "\n".join(
@@ -97,3 +101,16 @@ def migrated(url: str) -> Iterator[Database]:
         yield database
     finally:
         database.dispose()
+
+
+def jfk_times(n: int, path: Path) -> Path:
+    """JFK said ``n`` times in a row, a second apart: a track that keeps a worker busy."""
+    jfk = load_audio(AUDIO / "jfk.flac")
+    gap = np.zeros(SAMPLE_RATE, dtype=np.float32)
+    samples = np.concatenate([part for _ in range(n) for part in (jfk, gap)])
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(SAMPLE_RATE)
+        out.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    return path

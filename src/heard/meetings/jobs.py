@@ -25,7 +25,7 @@ from heard.limits import MAX_TRACK_S
 from heard.meetings.memory import forget_meeting, remember_meeting
 from heard.meetings.steps import PipelineOptions, recover_stuck
 from heard.store.database import Database
-from heard.store.holder import holder_is_gone
+from heard.store.holder import LOCAL, Holders, holder_is_gone
 from heard.store.meetings import TrackSpec, create_meeting, delete_meeting, rename_participant
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.runs import lost_run_meeting_ids
@@ -114,16 +114,20 @@ def document(
 
 
 def recover_interrupted(
-    db: Database, options: PipelineOptions | None = None, now: datetime | None = None
+    db: Database,
+    options: PipelineOptions | None = None,
+    now: datetime | None = None,
+    holders: Holders = LOCAL,
 ) -> list[uuid.UUID]:
     """Take back the tracks of processes that are gone (as ``run_pipeline`` does for one
     meeting), in every meeting: they are pending again, or failed after their last attempt,
     and take uploads again. The meetings to resume: those that had one, and those whose
-    accepted run a process that is gone never finished (``heard.store.runs``)."""
+    accepted run a process that is gone never finished (``heard.store.runs``). ``holders``
+    judges the processes (default: what this host shows of its own)."""
     options = options or PipelineOptions()
     now = now or datetime.now(UTC)
-    stuck = [m for m in transcribing_meeting_ids(db) if recover_stuck(db, m, now, options)]
-    return stuck + [m for m in lost_run_meeting_ids(db) if m not in stuck]
+    stuck = [m for m in transcribing_meeting_ids(db) if recover_stuck(db, m, now, options, holders)]
+    return stuck + [m for m in lost_run_meeting_ids(db, holders) if m not in stuck]
 
 
 def check_files(tracks: Sequence[TrackSpec], max_track_s: float = MAX_TRACK_S) -> None:

@@ -4,6 +4,11 @@ meetings a process that is gone left off taken up again. Each run accepted is ke
 store until it ends (``heard.store.runs``), so that one waiting here when the process dies is
 not lost with it.
 
+A keeper thread renews this process's lease in the store (``heard.store.leases``) and, at each
+renewal, looks after the runs: its own that a store outage cut short run again once the store
+answers (their tracks given back first), and those of servers that are gone (a process of this
+host that no longer runs, or one whose lease ran out) are taken over, one server winning each.
+
 ``heard serve`` holds one ``MeetingRunner``; ``heard transcribe`` runs its one meeting in the
 foreground instead (``run_pipeline`` with progress bars).
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,11 +27,13 @@ from heard.asr.transcriber import Transcriber
 from heard.errors import BusyError, HeardError
 from heard.meetings import jobs
 from heard.meetings.run import PipelineOutcome, TrackProgress, run_pipeline
-from heard.meetings.steps import ClaimedTrack
+from heard.meetings.steps import ClaimedTrack, PipelineOptions
 from heard.store.database import Database
 from heard.store.holder import this_holder
-from heard.store.models import MeetingStatus, TrackStatus
-from heard.store.runs import accept_run, end_run
+from heard.store.leases import end_lease, judge, renew_lease
+from heard.store.models import MeetingStatus, TrackStatus, utc_now
+from heard.store.runs import accept_run, end_run, runs_of, take_run
+from heard.store.tracks import release_claims
 from heard.store.views import get_meeting
 
 __all__ = ["MeetingProgress", "MeetingRunner", "Started", "TrackFraction", "Watched"]
@@ -107,7 +115,10 @@ class MeetingRunner:
     one's requests; each user has at most ``per_user`` waiting or running (``BusyError``, a
     429, beyond). With ``queue`` they go to the Celery workers instead; with no
     ``transcriber`` runs are accepted and nothing is transcribed here. A stop gives each track
-    back, and each run that waited stays accepted in the store, for the next start."""
+    back, and each run that waited stays accepted in the store, for the next start.
+
+    ``keep`` starts the keeper (``lease_s``: the lease; with ``take_over``, the runs of
+    servers that are gone are taken over, else only this process's own are looked after)."""
 
     def __init__(
         self,
@@ -118,16 +129,30 @@ class MeetingRunner:
         stopping: threading.Event | None = None,
         workers: int = 0,
         per_user: int = 4,
+        lease_s: float = 30.0,
+        take_over: bool = True,
+        options: PipelineOptions | None = None,
     ) -> None:
         self.db, self.transcriber, self.queue = db, transcriber, queue
         self.stopping = stopping or threading.Event()
         self.per_user = per_user
+        self.lease_s, self.take_over = lease_s, take_over
+        self.options = options or PipelineOptions()
         self._threads = ThreadPoolExecutor(
             max_workers=workers or max(1, (os.cpu_count() or 2) - 1),
             thread_name_prefix="heard-run",
         )
         self._lock = threading.Lock()
         self._waiting: dict[str, set[uuid.UUID]] = {}
+        """Each user's meetings waiting or running here."""
+        self._active: set[uuid.UUID] = set()
+        """Every meeting waiting or running here (users' runs, and those taken over)."""
+        self._keeper: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._in_touch_since: float | None = None
+        """When the keeper's renewals began to go through without a gap (monotonic)."""
+        self._leased = False
+        """Whether this process has renewed a lease (to end when it closes)."""
         self.progress = Watched()
         """How far the tracks being transcribed here have come."""
 
@@ -148,7 +173,7 @@ class MeetingRunner:
             return Started(False)
         with self._lock:
             mine = self._waiting.setdefault(owner, set())
-            if meeting_id in mine:
+            if meeting_id in mine or meeting_id in self._active:
                 return Started(True)
             if len(mine) >= self.per_user:
                 raise BusyError(
@@ -162,22 +187,90 @@ class MeetingRunner:
             with self._lock:
                 mine.discard(meeting_id)
             raise
-        self._threads.submit(self._run, owner, meeting_id)
+        self._submit(owner, meeting_id)
         return Started(True)
 
+    def _submit(self, owner: str | None, meeting_id: uuid.UUID) -> None:
+        """Run the meeting on a thread here, unless it waits or runs here already."""
+        with self._lock:
+            if meeting_id in self._active:
+                return
+            self._active.add(meeting_id)
+        self._threads.submit(self._run, owner, meeting_id)
+
     def resume(self, meeting_id: uuid.UUID) -> None:
-        """Finish a meeting a process that is gone left off, here or on the workers (at
-        start-up: no per-user bound). A broker or database that is down is logged: the next
-        start tries again."""
+        """Finish a meeting a process that is gone left off, here or on the workers (no
+        per-user bound). A broker or database that is down is logged: the keeper tries
+        again."""
         log.warning("resuming meeting %s, which a process that is gone left off", meeting_id)
         try:
             if self.queue:
                 self._send(meeting_id)
             elif self.transcriber is not None:
                 accept_run(self.db, meeting_id)
-                self._threads.submit(self._run, None, meeting_id)
+                self._submit(None, meeting_id)
         except HeardError as e:
             log.error("meeting %s not resumed: %s", meeting_id, e)
+
+    def keep(self, first: list[uuid.UUID] | None = None) -> None:
+        """Start the keeper: ``first`` resumed at once (the meetings start-up found left
+        off), then a look every fifth of a lease until the process stops."""
+        if not self.transcribes or self._keeper is not None:
+            return
+        self._keeper = threading.Thread(
+            target=self._keep, args=(list(first or ()),), name="heard-keeper", daemon=True
+        )
+        self._keeper.start()
+
+    def _keep(self, first: list[uuid.UUID]) -> None:
+        for meeting_id in first:
+            if self.stopping.is_set() or self._closing.is_set():
+                return
+            self.resume(meeting_id)
+        while not self.stopping.is_set():
+            try:
+                self.look_after()
+            except Exception:  # a bug: logged, and the next look tries again
+                log.exception("the keeper's look at the runs failed")
+            if self._closing.wait(self.lease_s / 5):
+                return
+
+    def look_after(self) -> None:
+        """One look of the keeper: renew the lease; run again this process's runs that a
+        store outage cut short; with ``take_over``, take over the runs of processes that
+        are gone. A store that is away is waited for (logged once)."""
+        me, now = this_holder(), utc_now()
+        try:
+            renew_lease(self.db, me, now)
+        except HeardError as e:
+            if self._in_touch_since is not None:
+                log.warning("the store is away (%s): the runs wait for it", e)
+            self._in_touch_since = None
+            return
+        self._leased = True
+        if self._in_touch_since is None:
+            self._in_touch_since = time.monotonic()
+        by_lease = time.monotonic() - self._in_touch_since >= self.lease_s
+        with self._lock:
+            here = set(self._active)
+        try:
+            if not self.queue:
+                for meeting_id in release_claims(self.db, me, here, now):
+                    log.warning("meeting %s: a track given back after a store outage", meeting_id)
+                for meeting_id in runs_of(self.db, me):
+                    self._submit(None, meeting_id)
+            if not self.take_over:
+                return
+            holders = judge(self.db, now, self.lease_s, by_lease=by_lease)
+            for meeting_id in jobs.recover_interrupted(self.db, self.options, now, holders):
+                if meeting_id not in here and take_run(self.db, meeting_id, me, holders):
+                    log.warning("taking over meeting %s, whose process is gone", meeting_id)
+                    if self.queue:
+                        self._send(meeting_id)
+                    else:
+                        self._submit(None, meeting_id)
+        except HeardError as e:  # the store went away mid-look: the next look
+            log.warning("the keeper's look at the runs stopped: %s", e)
 
     def _send(self, meeting_id: uuid.UUID) -> int:
         """Send the meeting's work to the workers; the broker keeps the run from then on, so
@@ -193,11 +286,14 @@ class MeetingRunner:
                                    stop=self.stopping, progress=self.progress)  # fmt: skip
                 if ran.outcome is not PipelineOutcome.STOPPED:  # stopped: the next start's to end
                     end_run(self.db, meeting_id, this_holder())
-        except Exception:  # a bug or the database: logged; the next start takes the run back
+        except HeardError as e:  # the store went away: the keeper runs it again once it is back
+            log.warning("meeting %s: the run stopped: %s", meeting_id, e)
+        except Exception:  # a bug: logged; the next start takes the run back
             log.exception("meeting %s: the run stopped", meeting_id)
         finally:
-            if owner is not None:
-                with self._lock:
+            with self._lock:
+                self._active.discard(meeting_id)
+                if owner is not None:
                     self._waiting[owner].discard(meeting_id)
 
     def progress_of(self, meeting_id: uuid.UUID, owner: str) -> MeetingProgress:
@@ -228,5 +324,14 @@ class MeetingRunner:
     def close(self) -> None:
         """No more runs: those waiting are dropped (their tracks stay pending, and the runs
         accepted in the store: the next start takes them back), those running are waited
-        for; with ``stopping`` set, each gives its track back at its next segment."""
+        for; with ``stopping`` set, each gives its track back at its next segment. Then the
+        lease ends, so that another server takes over at once what was given back."""
+        self._closing.set()
+        if self._keeper is not None:
+            self._keeper.join()
         self._threads.shutdown(wait=True, cancel_futures=True)
+        if self._leased:
+            try:
+                end_lease(self.db, this_holder(), utc_now())
+            except HeardError as e:
+                log.warning("the lease was not ended (%s): it runs out by itself", e)

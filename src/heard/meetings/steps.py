@@ -33,6 +33,7 @@ from heard.errors import InputError, MissingDependencyError, StoppingError
 from heard.meetings.memory import remember_meeting
 from heard.settings import Settings
 from heard.store.database import Database
+from heard.store.holder import LOCAL, Holders
 from heard.store.models import TrackStatus
 from heard.store.phrases import BuildResult, segments_to_json, store_phrases
 from heard.store.tracks import (
@@ -82,12 +83,19 @@ class PipelineOptions:
 
 
 def recover_stuck(
-    db: Database, meeting_id: uuid.UUID, now: datetime, options: PipelineOptions
+    db: Database,
+    meeting_id: uuid.UUID,
+    now: datetime,
+    options: PipelineOptions,
+    holders: Holders = LOCAL,
 ) -> int:
-    """Return abandoned ``transcribing`` tracks to ``pending`` (or ``failed``); count them."""
+    """Return abandoned ``transcribing`` tracks to ``pending`` (or ``failed``); count them.
+    ``holders`` judges who holds them (default: what this host shows;
+    ``heard.store.leases.judge`` adds the leases)."""
     return recover_abandoned(
-        db, meeting_id, now, stuck_after_s=options.stuck_after_s, max_attempts=options.max_attempts
-    )
+        db, meeting_id, now, stuck_after_s=options.stuck_after_s,
+        max_attempts=options.max_attempts, holders=holders,
+    )  # fmt: skip
 
 
 def transcribe_claimed(

@@ -58,7 +58,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         log.warning("removed %d upload file(s) that killed requests left behind", removed)
     interrupted = jobs.recover_interrupted(settings.db)
     runs = MeetingRunner(settings.db, settings.transcriber, queue=settings.queue,
-                         stopping=settings.stopping)  # fmt: skip
+                         stopping=settings.stopping, lease_s=settings.lease_s,
+                         take_over=settings.resume)  # fmt: skip
     state = ServerState(
         settings,
         Memories(settings.db, settings.workspace, settings.memory, settings.stopping),
@@ -71,14 +72,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        resuming = []
-        if settings.resume and runs.transcribes:
-            resuming = [asyncio.create_task(asyncio.to_thread(runs.resume, m))
-                        for m in interrupted]  # fmt: skip
+        runs.keep(interrupted if settings.resume else [])
         yield
         settings.stopping.set()  # (heard serve sets it at the signal, before requests drain)
-        for task in resuming:
-            task.cancel()
         await asyncio.to_thread(runs.close)  # a run gives its track back at its next segment
 
     app = FastAPIOffline(  # /docs and /redoc from files served here: they work offline

@@ -63,9 +63,13 @@ class ServerSettings:
     user_storage_bytes: int = USER_STORAGE_BYTES
     """The audio one user may keep in uploaded tracks (0: no limit): past it, a 507."""
     resume: bool = True
-    """At start-up, resume the meetings whose transcription a process that is gone left off
-    (in this process with a ``transcriber``, or on the workers with ``queue``); either way
-    their tracks are taken back from the dead process and accept uploads again."""
+    """Resume the meetings whose transcription a process that is gone left off, at start-up
+    and whenever another server's lease runs out (in this process with a ``transcriber``, or
+    on the workers with ``queue``); either way their tracks are taken back from the dead
+    process and accept uploads again."""
+    lease_s: float = 30.0
+    """The lease this server keeps on its runs in the store (``heard.store.leases``): another
+    server takes over the runs of one silent this long; this one takes over theirs."""
     link_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     """Signs the audio links of the meetings page (``heard.server.tickets``); servers behind
     one address need the same."""

@@ -13,7 +13,7 @@ import socket
 from functools import cache
 from pathlib import Path
 
-__all__ = ["holder_is_gone", "this_holder"]
+__all__ = ["LOCAL", "Holders", "holder_is_gone", "this_holder"]
 
 
 def _start_ticks(pid: int) -> str | None:
@@ -52,3 +52,20 @@ def holder_is_gone(holder: str | None) -> bool:
     except PermissionError:
         pass  # it runs, as another user
     return start not in ("", "-") and _start_ticks(pid) not in (None, start)
+
+
+class Holders:
+    """What an observer knows of the holders of claims and runs. This one knows only what
+    this host shows: a process of its own that no longer runs is gone; of any other it knows
+    nothing (a claim's age decides). ``heard.store.leases`` knows the leases too."""
+
+    def gone(self, holder: str | None) -> bool:
+        """Whether ``holder`` no longer runs: its claims and runs may be taken over."""
+        return holder_is_gone(holder)
+
+    def renewing(self, holder: str | None) -> bool:
+        """Whether ``holder`` is known to run: its claims do not grow stale with age."""
+        return False
+
+
+LOCAL = Holders()

@@ -33,6 +33,7 @@ __all__ = [
     "AudioTrack",
     "Base",
     "EvidenceRow",
+    "Holder",
     "Meeting",
     "MeetingStatus",
     "Participant",
@@ -266,3 +267,14 @@ class ApiToken(Base):
     )
     digest: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class Holder(Base):
+    """A process that holds runs and claims (a server), and when it last said it still does
+    (``heard.store.leases``)."""
+
+    __tablename__ = "holders"
+
+    holder: Mapped[str] = mapped_column(String(300), primary_key=True)
+    """``host:pid:start``, as its claims name it (heard.store.holder)."""
+    renewed_at: Mapped[datetime]

@@ -11,15 +11,15 @@ server to start takes it back and runs it, and until some process does, the meet
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 
 from heard.store.database import Database
-from heard.store.holder import holder_is_gone, this_holder
+from heard.store.holder import LOCAL, Holders, this_holder
 from heard.store.models import Meeting
 
-__all__ = ["accept_run", "end_run", "lost_run_meeting_ids"]
+__all__ = ["accept_run", "end_run", "lost_run_meeting_ids", "runs_of", "take_run"]
 
 
 def accept_run(db: Database, meeting_id: uuid.UUID, holder: str | None = None) -> None:
@@ -42,9 +42,7 @@ def end_run(db: Database, meeting_id: uuid.UUID, holder: str | None) -> None:
         s.execute(query.values(run_by=None))
 
 
-def lost_run_meeting_ids(
-    db: Database, is_gone: Callable[[str | None], bool] = holder_is_gone
-) -> list[uuid.UUID]:
+def lost_run_meeting_ids(db: Database, holders: Holders = LOCAL) -> list[uuid.UUID]:
     """Every meeting (any owner's) whose run a process that is gone took and never ended."""
     with db.session() as s:
         taken = s.execute(
@@ -52,4 +50,29 @@ def lost_run_meeting_ids(
             .where(Meeting.run_by.is_not(None))
             .order_by(Meeting.id)
         ).all()
-    return [meeting_id for meeting_id, run_by in taken if is_gone(run_by)]
+    return [meeting_id for meeting_id, run_by in taken if holders.gone(run_by)]
+
+
+def runs_of(db: Database, holder: str) -> list[uuid.UUID]:
+    """The meetings whose runs ``holder`` took and has not ended."""
+    with db.session() as s:
+        return list(
+            s.scalars(select(Meeting.id).where(Meeting.run_by == holder).order_by(Meeting.id))
+        )
+
+
+def take_run(db: Database, meeting_id: uuid.UUID, holder: str, holders: Holders) -> bool:
+    """``holder`` takes the meeting's run over from a process ``holders`` knows is gone (or
+    from no one):
+    a compare-and-set on who had it, so of servers racing for it one wins. Whether it won."""
+    with db.session() as s:
+        had = s.scalar(select(Meeting.run_by).where(Meeting.id == meeting_id))
+        if had == holder or (had is not None and not holders.gone(had)):
+            return False
+        taken = s.execute(
+            update(Meeting)
+            .where(Meeting.id == meeting_id,
+                   Meeting.run_by.is_(None) if had is None else Meeting.run_by == had)
+            .values(run_by=holder)
+        )  # fmt: skip
+        return cast(CursorResult[Any], taken).rowcount == 1

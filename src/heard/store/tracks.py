@@ -15,16 +15,15 @@ the table allows, each in one transaction.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, select, true, update
 
 from heard.errors import ConflictError, NotFoundError
 from heard.store.database import Database
-from heard.store.holder import holder_is_gone, this_holder
+from heard.store.holder import LOCAL, Holders, this_holder
 from heard.store.ids import resolve_meeting_id
 from heard.store.models import AudioTrack, Participant, TrackStatus
 
@@ -38,6 +37,7 @@ __all__ = [
     "record_diarization",
     "record_outcome",
     "recover_abandoned",
+    "release_claims",
     "track_of",
     "track_status",
     "upload_track",
@@ -202,13 +202,14 @@ def recover_abandoned(
     *,
     stuck_after_s: float,
     max_attempts: int,
-    is_gone: Callable[[str | None], bool] = holder_is_gone,
+    holders: Holders = LOCAL,
 ) -> int:
     """Return abandoned ``transcribing`` tracks to ``pending`` (or ``failed`` after the last
     attempt); count them.
 
-    A track is abandoned when the process holding its claim is gone (known at once on this
-    host) or when its claim is older than ``stuck_after_s`` (a runner elsewhere).
+    A track is abandoned when the process holding its claim is gone (``holders`` knows: at once
+    for a process of this host, by its lease for one that keeps one) or when its claim is
+    older than ``stuck_after_s`` and its holder keeps no lease (a runner elsewhere).
     """
     cutoff = now - timedelta(seconds=stuck_after_s)
     with db.session() as s:
@@ -220,9 +221,9 @@ def recover_abandoned(
         ).all()
         recovered = 0
         for track in transcribing:
-            if is_gone(track.claimed_by):
+            if holders.gone(track.claimed_by):
                 why = f"its process {track.claimed_by} is gone"
-            elif track.updated_at < cutoff:
+            elif track.updated_at < cutoff and not holders.renewing(track.claimed_by):
                 why = f"no progress for {stuck_after_s:.0f} s"
             else:
                 continue
@@ -238,6 +239,28 @@ def recover_abandoned(
             track.updated_at = now
             track.claimed_by = None
         return recovered
+
+
+def release_claims(
+    db: Database, holder: str, keep: set[uuid.UUID], now: datetime
+) -> list[uuid.UUID]:
+    """Give back the ``transcribing`` tracks ``holder`` claimed in meetings other than ``keep``
+    (those it is running): a run cut short by a store that went away mid-track left them so.
+    They are pending again, the attempt counted; the meetings they belong to."""
+    with db.session() as s:
+        claimed = s.scalars(
+            select(AudioTrack).where(
+                AudioTrack.claimed_by == holder,
+                AudioTrack.status.in_(TRANSITIONS["recover"][0]),
+                AudioTrack.meeting_id.not_in(keep) if keep else true(),
+            )
+        ).all()
+        for track in claimed:
+            track.status = S.PENDING
+            track.last_error = "given back: its run stopped while the store was away"
+            track.updated_at = now
+            track.claimed_by = None
+        return sorted({track.meeting_id for track in claimed})
 
 
 def record_diarization(db: Database, claim: ClaimedTrack, diarization: dict[str, Any]) -> bool:
