@@ -67,6 +67,13 @@ class Bucket:
         self.tokens -= n
         return True
 
+    def wait_s(self, n: float) -> float:
+        """How long until ``n`` could be taken (0: now); takes nothing."""
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
+        self.at = now
+        return max(0.0, (n - self.tokens) / self.per_s)
+
     def give_back(self, n: float) -> None:
         """``n`` taken for work that was then not done."""
         self.tokens = min(self.burst, self.tokens + n)

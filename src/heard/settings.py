@@ -56,6 +56,12 @@ class Settings:
         "How long a `heard worker` sent SIGTERM lets its tracks in hand finish before it "
         "hands them back to the queue for another worker, and stops.",
     )  # fmt: skip
+    live_audio_x: float = _var(
+        "HEARD_LIVE_AUDIO_X", 2.0,
+        "The audio one token's live sockets may send together, in channels at real time: "
+        "each channel of a stream counts, as each is decoded as one stream. 2: a stereo call, "
+        "or one stream at twice real time; a /v1/listen stream of 8 channels needs 8.",
+    )  # fmt: skip
     lease_s: float = _var(
         "HEARD_LEASE_S", 30.0,
         "How long a server's lease on its runs lasts: it renews it every fifth of this; "

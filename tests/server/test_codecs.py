@@ -492,13 +492,26 @@ async def stream_for(codec: DeepgramCodec, clock: Clock, seconds: float, pace: f
 
 
 @pytest.mark.parametrize("channels", [1, 2, 4, 8])
-async def test_a_stream_of_up_to_8_channels_at_real_time_is_never_closed_for_rate(
+async def test_a_stream_of_up_to_8_channels_at_real_time_passes_with_an_allowance_of_as_many(
     channels: int,
 ) -> None:
-    """Issue 57: every channel's bytes counted against the token's audio limit, so 4 channels
-    at real time were closed with 1008 after 6 s and 8 after 2.4 s; the docs promise 8."""
+    """Issue 57: the 8 channels the docs promise pass at real time, given a token allowed 8
+    channels (``HEARD_LIVE_AUDIO_X``)."""
     clock = Clock()
-    await stream_for(listening(channels, Quota(clock)), clock, seconds=60, pace=1)
+    await stream_for(listening(channels, Quota(clock, audio_x=channels)), clock, 60, pace=1)
+
+
+async def test_a_stream_is_charged_for_each_of_its_channels() -> None:
+    """Issue 71: an 8-channel stream was charged as one: one token's socket at twice real time
+    delayed another user's finals by 13.9 s, when the same audio as 8 mono sockets was refused.
+    At the default allowance (2 channels), 8 channels at real time are closed as 8 sockets
+    would be, and a stereo call passes."""
+    clock = Clock()
+    with pytest.raises(SocketCloseError) as closed:
+        await stream_for(listening(8, Quota(clock)), clock, seconds=60, pace=1)
+    assert closed.value.code == CLOSE_POLICY
+    assert "2 channels of audio at real time" in closed.value.reason
+    await stream_for(listening(2, Quota(clock)), clock, seconds=60, pace=1)
 
 
 @pytest.mark.parametrize("channels", [1, 8])
@@ -507,7 +520,7 @@ async def test_a_stream_faster_than_the_limit_is_closed_whatever_its_channels(
 ) -> None:
     clock = Clock()
     with pytest.raises(SocketCloseError) as closed:
-        await stream_for(listening(channels, Quota(clock)), clock, seconds=60, pace=3)
+        await stream_for(listening(channels, Quota(clock, audio_x=channels)), clock, 60, pace=3)
     assert closed.value.code == CLOSE_POLICY
     assert "rate limit" in closed.value.reason
 

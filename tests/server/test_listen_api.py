@@ -305,7 +305,7 @@ def test_the_live_sockets_rate_limits_hold_here_too_and_are_shared(
 ) -> None:
     """Over /v1/live's audio limit on /v1/listen: closed with 1008, and the token is barred
     from both sockets for a while (one quota per token)."""
-    monkeypatch.setattr(quotas, "AUDIO_BURST", 32_000)  # one second of audio
+    monkeypatch.setattr(quotas, "AUDIO_BURST", 32_000)  # a second for each channel allowed
     db = Database(f"sqlite:///{tmp_path / 'h.db'}")
     app = create_app(ServerSettings(db, tmp_path / "uploads"))
     _, token = add_user(db, "ana")

@@ -46,4 +46,4 @@ def test_a_quota_bars_new_connections_for_a_while() -> None:
     assert quota.barred_for() <= 0
     assert quota.events.take(EVENTS_PER_S * 1)  # a second's worth came back meanwhile
     assert "events/s" in limit_text("events")
-    assert "bytes/s of audio" in limit_text("audio")
+    assert "channels of audio at real time" in limit_text("audio")

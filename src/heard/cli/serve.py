@@ -204,7 +204,8 @@ def serve(
         server_settings = ServerSettings(
             database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
             cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
-            resume=chosen.resume, lease_s=chosen.lease_s, max_track_s=chosen.max_track_s,
+            resume=chosen.resume, lease_s=chosen.lease_s, live_audio_x=chosen.live_audio_x,
+            max_track_s=chosen.max_track_s,
             user_storage_bytes=round(chosen.user_storage_mb * 2**20), local=local, spare=spare,
         )  # fmt: skip
         if chosen.link_secret:

@@ -87,7 +87,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.heard = state
     install_error_handlers(app)
     app.add_middleware(Guard, database=lambda: settings.db, tokens=state.tokens,
-                       local=settings.local, link_secret=settings.link_secret)  # fmt: skip
+                       local=settings.local, link_secret=settings.link_secret,
+                       failures=state.failures)  # fmt: skip
     if settings.cors_origins:  # outermost: a preflight (no token) is answered here
         app.add_middleware(
             CORSMiddleware,

@@ -33,8 +33,10 @@ __all__ = ["BODY_IDLE_S", "SpooledFormRoute", "StrictJSONRoute", "arriving"]
 
 log = logging.getLogger("heard.server")
 
-BODY_IDLE_S = 30.0
-"""A raw body that sends nothing for this long is given up (a 408)."""
+BODY_IDLE_S = 20.0
+"""A body that sends nothing for this long is given up (a 408): a raw one here, any other
+(JSON, a form) in ``heard.server.guard`` (nginx's client_body_timeout, between two reads, is
+60 s)."""
 
 
 async def arriving(

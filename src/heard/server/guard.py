@@ -1,16 +1,21 @@
 """Checks made before a request's body is read: who is calling, and how big the body may be.
 
+A client address that sent too many bad tokens (``heard.server.quotas.AuthFailures``) gets a
+429 with Retry-After for any request carrying a token, before the token is looked up.
+
 FastAPI reads a JSON body before it resolves a route's dependencies, so a route's own
 authentication comes after the body is in memory. This middleware runs first: every
 ``/v1/`` request (the live sockets have their own handshake) must carry a valid token
 (``Authorization: Bearer``, or ``Token`` as Deepgram's SDKs send it) or
 gets a 401 before a byte of its body is read, and each route's body is limited while it is
 read (a declared ``Content-Length`` over the limit is refused at once, a body that grows
-past it is cut off with a 413).
+past it is cut off with a 413, and one that stops arriving for ``bodies.BODY_IDLE_S`` with a
+408: JSON, forms and raw bodies alike).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -23,15 +28,25 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from heard.errors import StoreError
 from heard.limits import EVIDENCE_BODY_BYTES, JSON_BODY_BYTES, MAX_UPLOAD_BYTES
-from heard.server import tickets
+from heard.server import bodies, tickets
 from heard.server.errors import STORE_TROUBLE, error_reply
+from heard.server.quotas import AuthFailures
 from heard.server.shares import TokenChecks
 from heard.store.database import Database
 from heard.store.users import LOCAL_USER
 
 log = logging.getLogger("heard.server")
 
-__all__ = ["AUDIO_PATH", "BODY_LIMITS", "Guard", "bearer_token", "from_this_machine", "raw_headers"]
+__all__ = [
+    "AUDIO_PATH",
+    "BODY_LIMITS",
+    "Guard",
+    "bearer_token",
+    "client_address",
+    "from_this_machine",
+    "raw_headers",
+    "too_many_bad_tokens",
+]
 
 BODY_LIMITS: list[tuple[str, re.Pattern[str], int]] = [
     ("PUT", re.compile(r"^/v1/meetings/[^/]+/tracks/[^/]+$"), MAX_UPLOAD_BYTES),
@@ -121,12 +136,14 @@ class Guard:
         tokens: TokenChecks,
         local: bool = False,
         link_secret: bytes = b"",
+        failures: AuthFailures | None = None,
     ) -> None:
         self.app = app
         self.database = database
         self.tokens = tokens
         self.local = local
         self.link_secret = link_secret
+        self.failures = failures or AuthFailures()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
@@ -138,6 +155,11 @@ class Guard:
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         # a signed link is its signer's, in local mode too
         signed = not token and "sig" in query and AUDIO_PATH.match(scope["path"]) is not None
+        address = client_address(scope)
+        if (token or signed) and (wait_s := self.failures.wait_s(address)):
+            await _reply(send, scope["path"], 429, too_many_bad_tokens(wait_s),
+                         {"Retry-After": str(wait_s)})  # fmt: skip
+            return
         try:
             user = await self.tokens.principal(token) if token else None
             if signed:  # on the token checks' threads too, fair across links
@@ -151,6 +173,8 @@ class Guard:
         if user is None and not token and not signed and self.local:
             user = LOCAL_USER if from_this_machine(raw, scope.get("client")) else None
         if user is None:
+            if token or signed:
+                self.failures.failed(address)
             await _reply(send, scope["path"], 401, "a valid bearer token is required",
                          {"WWW-Authenticate": "Bearer"})  # fmt: skip
             return
@@ -163,17 +187,41 @@ class Guard:
         await self.app(scope, _limited(receive, limit), send)
 
 
+def client_address(scope: Scope) -> str:
+    """The address a request or socket came from (as the server saw it: a proxy's own,
+    behind one)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "-"
+
+
+def too_many_bad_tokens(wait_s: int) -> str:
+    return f"too many bad tokens from this address: try again in {wait_s} s"
+
+
 def _limited(receive: Receive, limit: int) -> Receive:
-    """``receive``, raising a 413 once the body read so far is over ``limit``."""
+    """``receive``, raising a 413 once the body read so far is over ``limit``, and a 408 when
+    the body stops arriving for ``bodies.BODY_IDLE_S`` (once it is whole, a wait is for the
+    client to hang up, and is not timed)."""
     seen = 0
+    whole = False
 
     async def limited() -> Message:
-        nonlocal seen
-        message = await receive()
+        nonlocal seen, whole
+        if whole:
+            return await receive()
+        try:
+            message = await asyncio.wait_for(receive(), bodies.BODY_IDLE_S)
+        except TimeoutError:
+            raise HTTPException(
+                408, f"the body stopped arriving (nothing for {bodies.BODY_IDLE_S:g} s)"
+            ) from None
         if message["type"] == "http.request":
             seen += len(message.get("body", b""))
+            whole = not message.get("more_body", False)
             if seen > limit:
                 raise HTTPException(413, f"the body is larger than {limit} bytes")
+        else:
+            whole = True
         return message
 
     return limited

@@ -222,11 +222,10 @@ class DeepgramCodec:
         return IncomingAudio(encoding, o.sample_rate, o.channels)
 
     def _hand_on(self, pcm: list[bytes]) -> None:
-        """Each channel's audio to its microphone; the stream is charged once for its seconds
-        (one channel's bytes), whatever its channels: the token's limit is on pace, so the 8
-        channels the docs promise pass at real time, and a client faster than the limit is
-        closed at any number of channels."""
-        self.session.charge_audio(max((len(p) for p in pcm), default=0))
+        """Each channel's audio to its microphone; the stream is charged for every channel's
+        bytes, as each is decoded as one stream: 8 channels at real time need a token allowed
+        8 (``heard serve``'s ``HEARD_LIVE_AUDIO_X``), as 8 mono sockets would."""
+        self.session.charge_audio(sum(len(p) for p in pcm))
         for microphone, channel, data in zip(self.microphones, self.channels, pcm, strict=True):
             if data:
                 microphone.add(data)

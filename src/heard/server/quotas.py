@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -20,13 +22,18 @@ from heard.errors import BusyError, StoppingError
 from heard.limits import Bucket
 
 __all__ = [
+    "ADDRESSES_KEPT",
     "AUDIO_BURST",
     "AUDIO_BYTES_PER_S",
+    "AUTH_FAILURES_PER_S",
+    "AUTH_FAILURE_BURST",
     "BARRED_S",
     "EVENTS_PER_S",
     "EVENT_BURST",
     "REFUSAL_DELAY_S",
+    "SOCKETS_PER_TOKEN",
     "STOP_ANSWER_S",
+    "AuthFailures",
     "FairQueue",
     "Quota",
     "limit_text",
@@ -38,11 +45,21 @@ T = TypeVar("T")
 EVENTS_PER_S, EVENT_BURST = 100, 400
 """Transcript events a connection may send: 100 a second, bursts of 400 (a recognizer sends
 a partial every 100-500 ms per speaker)."""
-AUDIO_BYTES_PER_S, AUDIO_BURST = 64_000, 320_000
-"""PCM a connection may send: twice real time (16 kHz PCM16 is 32,000 bytes a second), bursts
-of 10 s. A stream of several channels (``/v1/listen``'s, up to 8) is charged once for its
-seconds, not for each channel's bytes: the limit is on pace, and real time passes at any
-number of channels."""
+AUDIO_BYTES_PER_S, AUDIO_BURST = 32_000, 160_000
+"""One channel of 16 kHz PCM16 at real time (32,000 bytes a second), and 5 s of it. A token's
+live sockets together may send ``audio_x`` times this (2 by default: a stereo call, or one
+stream at twice real time), bursts as many times 5 s. Each channel of a stream counts: the
+CPU decodes each channel as one stream, so 8 channels cost what 8 sockets do."""
+LIVE_AUDIO_X = 2.0
+"""The default allowance of a token's live audio, in channels at real time."""
+SOCKETS_PER_TOKEN = 16
+"""The live sockets one token may hold open at once (more: a 429 at the handshake)."""
+AUTH_FAILURES_PER_S, AUTH_FAILURE_BURST = 1.0, 20
+"""Bad tokens one client address may send: 20 at once, then one a second. Past that, its
+requests and handshakes that carry a token are a 429 with Retry-After, before the token is
+looked up (a valid token too: the address is guessing)."""
+ADDRESSES_KEPT = 10_000
+"""Client addresses whose bad tokens are remembered; the one heard from longest ago goes."""
 BARRED_S = 10.0
 """How long a token closed for going over a rate limit may open no live connection."""
 REFUSAL_DELAY_S = 1.0
@@ -53,11 +70,16 @@ class Quota:
     """What one token may still send over all its live connections, and until when it may
     open none."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, audio_x: float = LIVE_AUDIO_X
+    ) -> None:
         self.clock = clock
+        self.audio_x = audio_x
         self.events = Bucket(EVENTS_PER_S, EVENT_BURST, clock)
-        self.pcm = Bucket(AUDIO_BYTES_PER_S, AUDIO_BURST, clock)
+        self.pcm = Bucket(AUDIO_BYTES_PER_S * audio_x, AUDIO_BURST * audio_x, clock)
         self.barred_until = 0.0
+        self.sockets = 0
+        """The token's live sockets open now."""
 
     def bar(self) -> None:
         self.barred_until = self.clock() + BARRED_S
@@ -66,11 +88,35 @@ class Quota:
         return self.barred_until - self.clock()
 
 
-def limit_text(what: str) -> str:
+def limit_text(what: str, audio_x: float = LIVE_AUDIO_X) -> str:
     """The limit a client went over, ``events`` or ``audio``, as its error message says it."""
     if what == "events":
         return f"{EVENTS_PER_S} events/s (bursts of {EVENT_BURST})"
-    return f"{AUDIO_BYTES_PER_S} bytes/s of audio (bursts of {AUDIO_BURST})"
+    return f"{audio_x:g} channels of audio at real time (each channel of a stream counts)"
+
+
+class AuthFailures:
+    """The bad tokens each client address sent (``AUTH_FAILURES_PER_S``): an address that
+    sent too many waits before its next token is even looked up."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._by_address: OrderedDict[str, Bucket] = OrderedDict()
+
+    def wait_s(self, address: str) -> int:
+        """Whole seconds ``address`` must wait before it may try a token again (0: now)."""
+        bucket = self._by_address.get(address)
+        return 0 if bucket is None else math.ceil(bucket.wait_s(1))
+
+    def failed(self, address: str) -> None:
+        """``address`` sent a token that is not one."""
+        bucket = self._by_address.pop(address, None)
+        if bucket is None:
+            bucket = Bucket(AUTH_FAILURES_PER_S, AUTH_FAILURE_BURST, self.clock)
+            while len(self._by_address) >= ADDRESSES_KEPT:
+                self._by_address.popitem(last=False)
+        self._by_address[address] = bucket
+        bucket.take(1)
 
 
 class FairQueue:

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from heard.errors import InputError, SocketCloseError
 from heard.server import quotas
-from heard.server.guard import from_this_machine, raw_headers
+from heard.server.guard import client_address, from_this_machine, raw_headers, too_many_bad_tokens
 from heard.server.state import ServerSettings, state_of
 from heard.store.users import LOCAL_USER, Principal, digest
 
@@ -228,7 +228,7 @@ class Session:
         log.warning("%s: over the rate limit for %s", self.name, what)
         self.quota.bar()
         detail = (
-            f"over the rate limit of {quotas.limit_text(what)}; closing "
+            f"over the rate limit of {quotas.limit_text(what, self.quota.audio_x)}; closing "
             f"(no new connection for {quotas.BARRED_S:g} s)"
         )
         return SocketCloseError(CLOSE_POLICY, detail)
@@ -248,6 +248,10 @@ def mount(
     @app.websocket(path)
     async def socket(websocket: WebSocket) -> None:
         token, subprotocol = offered_token(websocket)
+        address = client_address(websocket.scope)
+        if token and (wait_s := state.failures.wait_s(address)):
+            await refuse(websocket, 429, too_many_bad_tokens(wait_s))
+            return
         key = digest(token)
         quota = by_token.get(key) if token else None
         if quota is not None and (wait_s := quota.barred_for()) > 0:
@@ -259,17 +263,27 @@ def mount(
         if user is None and not token and settings.local and here:
             user = LOCAL_USER
         if user is None:
+            if token:
+                state.failures.failed(address)
             await refuse(websocket, 401, "a valid token is required")
             return
-        quota = by_token.setdefault(key, quotas.Quota())
-        session = Session(websocket, user, token, settings, quota)
-        try:
-            handler = await state.work.run(user.owner, codec, session)  # it may load a model
-        except InputError as e:
-            await refuse(websocket, 400, str(e))
+        quota = by_token.setdefault(key, quotas.Quota(audio_x=settings.live_audio_x))
+        if quota.sockets >= quotas.SOCKETS_PER_TOKEN:
+            await refuse(websocket, 429, f"this token has {quota.sockets} live connections "
+                         "open already; close one first")  # fmt: skip
             return
-        await websocket.accept(subprotocol=subprotocol)
-        await _run(session, handler)
+        quota.sockets += 1
+        try:
+            session = Session(websocket, user, token, settings, quota)
+            try:
+                handler = await state.work.run(user.owner, codec, session)  # it may load a model
+            except InputError as e:
+                await refuse(websocket, 400, str(e))
+                return
+            await websocket.accept(subprotocol=subprotocol)
+            await _run(session, handler)
+        finally:
+            quota.sockets -= 1
 
 
 async def _run(session: Session, codec: Codec) -> None:

@@ -25,7 +25,7 @@ from heard.meetings.runner import MeetingRunner
 from heard.meetings.uploads import LOCAL_FOLDER, Uploads
 from heard.memory.factory import MemoryParts
 from heard.memory.users import Memories
-from heard.server.quotas import FairQueue, Quota
+from heard.server.quotas import LIVE_AUDIO_X, AuthFailures, FairQueue, Quota
 from heard.server.shares import TokenChecks, UserShares
 from heard.store.database import Database
 from heard.work import FairPool
@@ -62,6 +62,9 @@ class ServerSettings:
     """The longest upload a track takes (longer: a 413 before it is decoded)."""
     user_storage_bytes: int = USER_STORAGE_BYTES
     """The audio one user may keep in uploaded tracks (0: no limit): past it, a 507."""
+    live_audio_x: float = LIVE_AUDIO_X
+    """The audio one token's live sockets may send together, in channels at real time (each
+    channel of a stream counts; ``heard.server.quotas``)."""
     resume: bool = True
     """Resume the meetings whose transcription a process that is gone left off, at start-up
     and whenever another server's lease runs out (in this process with a ``transcriber``, or
@@ -115,6 +118,8 @@ class ServerState:
     """How many progress streams each user holds open (``heard.server.progress``)."""
     live_quotas: dict[str, Quota] = field(default_factory=dict)
     """What each token may still send over its live connections."""
+    failures: AuthFailures = field(default_factory=AuthFailures)
+    """The bad tokens each client address sent, over requests and sockets."""
 
 
 def state_of(app: FastAPI) -> ServerState:

@@ -8,6 +8,10 @@ Two things in them are heard's choice rather than uvicorn's defaults:
   never answers, holding the descriptor (python-websockets/websockets#1489). A handshake with
   a longer request line or header line is refused here with a 400 and closed, before it
   reaches that library; so is one with more than ``MAX_HEADERS`` headers.
+* A request's headers (a WebSocket handshake's too) must arrive within ``HEADERS_S`` of the
+  connection, or of the request's first byte on a kept-alive one: a client that trickles
+  them, or sends nothing, gets a 408 and is closed, so idle descriptors cannot pile up.
+  (uvicorn itself waits for ever.) A body that stalls is ``heard.server.guard``'s.
 * A signal to stop (SIGINT, SIGTERM) sets the app's ``ServerSettings.stopping`` at once, so
   heavy work in flight gives its work back at its next batch or segment instead of holding
   the shutdown (uvicorn waits on in-flight requests, and runs the app's shutdown only after
@@ -18,6 +22,7 @@ Two things in them are heard's choice rather than uvicorn's defaults:
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import socket
@@ -33,6 +38,7 @@ from heard.errors import InputError
 
 __all__ = [
     "GRACE_S",
+    "HEADERS_S",
     "MAX_HEADERS",
     "MAX_LINE_BYTES",
     "PING_INTERVAL_S",
@@ -52,11 +58,50 @@ PING_INTERVAL_S = 20.0
 PING_TIMEOUT_S = 20.0
 GRACE_S = 30.0
 """How long a shutdown waits for requests in flight (each stops its heavy work at once)."""
+HEADERS_S = 10.0
+"""How long a request's headers may take to arrive (nginx's client_header_timeout is 60 s;
+a client on any working link sends them in a packet or two)."""
+REQUEST_TIMEOUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                   b"content-length: 33\r\nconnection: close\r\n\r\n"
+                   b"the request headers came too late")  # fmt: skip
 
 
 class BoundedHandshake(HttpToolsProtocol):
     """uvicorn's httptools protocol, refusing a handshake line the WebSocket library would
-    not read."""
+    not read, and closing a connection whose request headers do not arrive in time."""
+
+    _headers_due: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_headers()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._headers_due is None:  # a kept-alive connection's next request
+            self._await_headers()
+
+    def on_headers_complete(self) -> None:
+        self._headers_came()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._headers_came()
+        super().connection_lost(exc)
+
+    def _await_headers(self) -> None:
+        self._headers_due = self.loop.call_later(HEADERS_S, self._headers_late)
+
+    def _headers_came(self) -> None:
+        if self._headers_due is not None:
+            self._headers_due.cancel()
+            self._headers_due = None
+
+    def _headers_late(self) -> None:
+        self._headers_due = None
+        if not self.transport.is_closing():
+            self.transport.write(REQUEST_TIMEOUT)
+            self.transport.close()
 
     def handle_websocket_upgrade(self) -> None:
         # the lines as uvicorn hands them on: "GET <url> HTTP/1.1\r\n", "name: value\r\n"
