@@ -16,6 +16,8 @@ user's REST recall is timed, one request after another:
   beside it, while another user recalls and /healthz is polled;
   then a ten-hour track (25 MB of FLAC silence made with sox) is uploaded, and the server's
   peak memory read before and after;
+* floods and trickles (``bench/floods.py``, issue 71): 100 bad tokens a second from one
+  address, 500 half-sent headers, handshakes and JSON bodies, an 8-channel stream;
 * a heavy user's worst (``bench/stall.py``, issue 57): 12 uploads at once of a 3 h 50 min
   MP3, 400 event streams, 12 loops of rename-then-search: another user's tiny GET and live
   finals beside each;
@@ -29,6 +31,7 @@ user's REST recall is timed, one request after another:
 Called by bench/serve.py --abuse. Usage: python bench/abuse.py [--src DIR] [--json]
        python bench/abuse.py --transcriptions-only [--src DIR] [--json]
        python bench/abuse.py --stall-only [--src DIR] [--json]
+       python bench/abuse.py --floods-only [--src DIR] [--json]
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from heard.release.cadence import nearest_rank
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import floods  # noqa: E402
 import stall  # noqa: E402
 from locomo import conversations, turns_of  # noqa: E402
 from served import cpu_seconds, serving  # noqa: E402
@@ -247,17 +251,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="the transcription scenario alone")  # fmt: skip
     parser.add_argument("--stall-only", action="store_true",
                         help="the heavy user's worst alone (bench/stall.py)")  # fmt: skip
+    parser.add_argument("--floods-only", action="store_true",
+                        help="bad tokens, trickles, channels alone (bench/floods.py)")  # fmt: skip
     parser.add_argument("--transcribe-seconds", type=float, default=60.0,
                         help="how long user A re-posts files")  # fmt: skip
     args = parser.parse_args(argv)
     result: dict[str, Any] = {}
-    if args.stall_only:
+    if args.floods_only:
+        result = {f"floods: {k}": v for k, v in floods.run(args.src).items()}
+    elif args.stall_only:
         result = {f"stall: {k}": v for k, v in stall.run(args.src).items()}
     elif not args.transcriptions_only:
         result = {} if args.heavy_only else run(args.src)
         result |= {f"heavy: {k}": v for k, v in run_heavy(args.src, args.heavy_seconds).items()}
-    if not (args.heavy_only or args.stall_only):
+    if not (args.heavy_only or args.stall_only or args.floods_only):
         result |= {f"stall: {k}": v for k, v in stall.run(args.src).items()}
+        result |= {f"floods: {k}": v for k, v in floods.run(args.src).items()}
         heard = run_transcriptions(args.src, args.transcribe_seconds)
         result |= {f"transcriptions: {k}": v for k, v in heard.items()}
     if args.json:
