@@ -5,9 +5,13 @@ one token's sockets capped. ``bench/abuse.py`` measures the same against a real 
 from __future__ import annotations
 
 import socket
+import threading
 import time
+import wave
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,6 +22,7 @@ from websockets.sync.client import connect
 from heard.server import bodies, quotas, transport
 from heard.server.app import ServerSettings, create_app
 from heard.server.quotas import AUTH_FAILURE_BURST, AuthFailures
+from heard.speech import Transcription
 from heard.store.database import Database
 from heard.store.users import add_user
 from heard.testing import ScriptedRecognizer
@@ -173,6 +178,29 @@ def test_a_json_body_that_stops_arriving_gets_a_408(
     assert b"stopped arriving" in got
 
 
+def test_each_of_one_users_stalled_json_bodies_gets_its_408_on_its_own_clock(
+    app_and_token: tuple[object, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's requests to synchronous routes run one at a time: a stalled body read only
+    once its turn came would hold every later one of that user's for its own timeout too
+    (166 stalled bodies: 1 answered in 25 s)."""
+    monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
+    app, token = app_and_token
+    with serving(app) as host:  # type: ignore[arg-type]
+        socks = [raw(host) for _ in range(6)]
+        began = time.monotonic()
+        for sock in socks:
+            sock.sendall(f"POST /v1/meetings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                         f"{token}\r\nContent-Type: application/json\r\nContent-Length: 200"
+                         '\r\n\r\n{"title": "stalled'.encode())  # fmt: skip
+        answers = [answer_to(sock) for sock in socks]
+        took = time.monotonic() - began
+        for sock in socks:
+            sock.close()
+    assert all(a.startswith(b"HTTP/1.1 408") for a in answers), answers
+    assert took < 2.5, f"the sixth waited {took:.1f} s: the bodies were timed one after another"
+
+
 def test_a_kept_alive_connection_gets_the_same_deadline_for_its_next_request(
     app_and_token: tuple[object, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -183,3 +211,130 @@ def test_a_kept_alive_connection_gets_the_same_deadline_for_its_next_request(
         got = answer_to(sock)
     assert got.count(b"HTTP/1.1 ") == 2, got
     assert b"HTTP/1.1 408" in got
+
+
+def reply_of(sock: socket.socket) -> bytes:
+    """The server's first answer on ``sock``: its head and its body."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = sock.recv(4096)
+        assert chunk, got
+        got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))  # fmt: skip
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head + b"\r\n\r\n" + body
+
+
+def multipart_head(host: str, token: str, length: int) -> bytes:
+    """The start of an OpenAI transcription request whose form is ``length`` bytes."""
+    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer "
+            f"{token}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
+            f"Content-Length: {length}\r\n\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; "
+            'name="model"\r\n\r\nwhisper-1\r\n'
+            f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; "
+            'filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n').encode()  # fmt: skip
+
+
+BOUNDARY = "heardtestboundary"
+
+
+@pytest.fixture
+def transcribing(db: Database, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A real server that transcribes (hearing nothing), its users keeping 1 MiB each."""
+    from heard.testing import FakeTranscriber
+
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=FakeTranscriber({}),
+                                    user_storage_bytes=2**20))  # fmt: skip
+    _, token = add_user(db, "ana")
+    with serving(app) as host:
+        yield host, token
+
+
+def test_a_form_counts_against_its_users_storage_as_it_arrives(
+    transcribing: tuple[str, str],
+) -> None:
+    """Issue 71: six stalled 30 MB forms held 180 MB in $TMPDIR against a 50 MB quota, and the
+    user's next 30 MB upload still got 200. Now a form past the room left is a 507 as it
+    arrives, and while one holds the room, the next is refused too."""
+    host, token = transcribing
+    with raw(host) as big:
+        big.sendall(multipart_head(host, token, 3 * 2**20) + bytes(3 * 2**20 - 400))
+        answer = reply_of(big)
+    assert answer.startswith(b"HTTP/1.1 507"), answer[:200]
+    assert b"past your limit" in answer
+    with raw(host) as holding, raw(host) as next_one:
+        holding.sendall(multipart_head(host, token, 2**20) + bytes(900_000))  # and then stalls
+        time.sleep(0.5)
+        next_one.sendall(multipart_head(host, token, 2**20) + bytes(900_000))
+        refused = reply_of(next_one)
+    assert refused.startswith(b"HTTP/1.1 507"), refused[:200]
+
+
+def test_a_form_that_stops_arriving_gets_a_408(
+    transcribing: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
+    host, token = transcribing
+    with raw(host) as sock:
+        sock.sendall(multipart_head(host, token, 500_000) + bytes(100_000))
+        answer = answer_to(sock)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+
+
+class Slow:
+    """A recognizer that takes 5 s a file, a segment each 0.1 s, and counts the segments."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.segments = 0
+        self.started = threading.Event()
+
+    def transcribe(self, audio: object, *, on_progress: Any = None, **_: object) -> Transcription:
+        self.started.set()
+        for i in range(50):
+            time.sleep(0.1)
+            self.segments += 1
+            if on_progress is not None:
+                on_progress(i * 0.1 + 0.1, 5.0)
+        return Transcription(())
+
+
+@pytest.mark.parametrize("route", ["deepgram", "openai"])
+def test_a_transcription_whose_client_hung_up_stops(
+    db: Database, tmp_path: Path, route: str
+) -> None:
+    """Issue 71: LiveKit's Deepgram STT gives up after 10 s and sends the file again, and
+    heard transcribed it to the end each time: three times for one answer."""
+    slow = Slow()
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=slow))
+    _, token = add_user(db, "ana")
+    wav = tmp_path / "a.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16_000)
+        w.writeframes(bytes(32_000))
+    body = wav.read_bytes()
+    with serving(app) as host:
+        with raw(host) as sock:
+            if route == "deepgram":
+                sock.sendall(f"POST /v1/listen HTTP/1.1\r\nHost: x\r\nAuthorization: Token "
+                             f"{token}\r\nContent-Type: audio/wav\r\nContent-Length: {len(body)}"
+                             "\r\n\r\n".encode() + body)  # fmt: skip
+            else:
+                form = multipart_head(host, token, 0).split(b"\r\n\r\n", 1)[1]
+                tail = f"\r\n--{BOUNDARY}--\r\n".encode()
+                length = len(form) + len(body) + len(tail)
+                head = multipart_head(host, token, length).split(b"\r\n\r\n", 1)[0]
+                sock.sendall(head + b"\r\n\r\n" + form + body + tail)
+            assert slow.started.wait(10), "the transcription never started"
+            time.sleep(0.3)
+        # the client is gone: the work stops at its next segment, not after all 50
+        time.sleep(1.5)
+        stopped_at = slow.segments
+        time.sleep(1.0)
+    assert slow.segments == stopped_at, "still transcribing for a client that left"
+    assert stopped_at < 30, stopped_at
+    assert [p for p in (tmp_path / "uploads").rglob("*") if p.is_file()] == []

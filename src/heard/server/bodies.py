@@ -8,9 +8,11 @@
   hold its file and its place in its user's storage for good; ``arriving`` gives it up once
   nothing came for ``BODY_IDLE_S`` (a 408, nothing kept).
 * A multipart form: its files are spooled to ``$TMPDIR`` (Starlette's, past 1 MB) before a
-  route runs, and FastAPI calls any failure there "an error parsing the body", a 400. A full
-  or failing disk is the server's fault, not the client's: a 507 or 503, as an upload to
-  heard's own routes gets (``SpooledFormRoute``).
+  route runs, so the body counts against its user's storage as it arrives, as an upload does
+  (past the room left: a 507, nothing kept), until the request ends. FastAPI calls any
+  failure while the form is read "an error parsing the body", a 400: the room, a body that
+  stopped arriving (408) and a full or failing disk (507 or 503: the server's fault, not the
+  client's) are answered as themselves (``SpooledFormRoute``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from fastapi import HTTPException, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from heard.errors import NoRoomError, RepeatedKeyError, ServiceError, SlowBodyError
+from heard.errors import HeardError, NoRoomError, RepeatedKeyError, ServiceError, SlowBodyError
 from heard.server.shares import SharedRoute
 from heard.storable import unique_keys
 
@@ -87,23 +89,52 @@ class StrictJSONRoute(SharedRoute):
 
 
 class SpooledFormRoute(SharedRoute):
-    """A route whose form's files could not be spooled (a full ``$TMPDIR``) answers 507 (503
-    for another disk failure), not FastAPI's 400 (and which, synchronous, waits for its user's
-    share of the request threads: ``SharedRoute``)."""
+    """A route whose form counts against its user's storage while it arrives, and whose form
+    failures are answered as themselves: past the user's room a 507, a body that stopped
+    arriving a 408, a full ``$TMPDIR`` a 507 (503 for another disk failure), not FastAPI's
+    400 (and which, synchronous, waits for its user's share of the request threads:
+    ``SharedRoute``)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def route(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except StarletteHTTPException as e:  # FastAPI raises Starlette's here
-                cause = e.__cause__
-                if e.status_code != 400 or not isinstance(cause, OSError):
-                    raise
-                log.error("a form's files could not be spooled to $TMPDIR: %s", cause)
-                if cause.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise NoRoomError("the server has no room for the file") from None
-                raise ServiceError("the server cannot keep the file now") from None
+            user = request.scope.get("state", {}).get("principal")
+            if request.method != "POST" or user is None:  # no form
+                return await _answered(handler, request)
+            uploads = request.app.state.heard.uploads
+            async with uploads.counted(user.owner) as count:
+                return await _answered(handler, Request(request.scope, _counting(request, count)))
 
         return route
+
+
+def _counting(request: Request, count: Callable[[int], None]) -> Any:
+    """``request``'s receive, counting each piece of its body (``count`` raises past the
+    room left)."""
+
+    async def receive() -> Any:
+        message = await request.receive()
+        if message["type"] == "http.request":
+            count(len(message.get("body", b"")))
+        return message
+
+    return receive
+
+
+async def _answered(
+    handler: Callable[[Request], Coroutine[Any, Any, Response]], request: Request
+) -> Response:
+    """``handler``'s answer, a failure while its form was read answered as itself."""
+    try:
+        return await handler(request)
+    except StarletteHTTPException as e:  # FastAPI raises Starlette's here
+        cause = e.__cause__
+        if e.status_code == 400 and isinstance(cause, HeardError | StarletteHTTPException):
+            raise cause from None  # past the room left, or a body that stopped arriving
+        if e.status_code != 400 or not isinstance(cause, OSError):
+            raise
+        log.error("a form's files could not be spooled to $TMPDIR: %s", cause)
+        if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise NoRoomError("the server has no room for the file") from None
+        raise ServiceError("the server cannot keep the file now") from None

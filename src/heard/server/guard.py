@@ -10,7 +10,8 @@ authentication comes after the body is in memory. This middleware runs first: ev
 gets a 401 before a byte of its body is read, and each route's body is limited while it is
 read (a declared ``Content-Length`` over the limit is refused at once, a body that grows
 past it is cut off with a 413, and one that stops arriving for ``bodies.BODY_IDLE_S`` with a
-408: JSON, forms and raw bodies alike).
+408: JSON, forms and raw bodies alike). A small body (a route's JSON) is read whole here,
+before the request waits for its user's turn on a thread, so each is timed on its own clock.
 """
 
 from __future__ import annotations
@@ -184,7 +185,15 @@ class Guard:
         if declared.isdigit() and int(declared) > limit:
             await _reply(send, scope["path"], 413, f"the body is larger than {limit} bytes")
             return
-        await self.app(scope, _limited(receive, limit), send)
+        if limit > JSON_BODY_BYTES:  # an upload: read as the route takes it
+            await self.app(scope, _limited(receive, limit), send)
+            return
+        try:  # a small body: read whole now, on its own clock, before it waits for a thread
+            messages = await _whole(_limited(receive, limit))
+        except HTTPException as e:  # the rest of the body may still come: close after it
+            await _reply(send, scope["path"], e.status_code, e.detail, {"Connection": "close"})
+            return
+        await self.app(scope, _replayed(messages, receive), send)
 
 
 def client_address(scope: Scope) -> str:
@@ -225,6 +234,24 @@ def _limited(receive: Receive, limit: int) -> Receive:
         return message
 
     return limited
+
+
+async def _whole(receive: Receive) -> list[Message]:
+    """Every message of a request's body (up to its end, or the client hanging up)."""
+    messages = [await receive()]
+    while messages[-1]["type"] == "http.request" and messages[-1].get("more_body", False):
+        messages.append(await receive())
+    return messages
+
+
+def _replayed(messages: list[Message], receive: Receive) -> Receive:
+    """``messages`` first, then ``receive`` (a route waiting for the client to hang up)."""
+    waiting = list(messages)
+
+    async def replayed() -> Message:
+        return waiting.pop(0) if waiting else await receive()
+
+    return replayed
 
 
 async def _reply(

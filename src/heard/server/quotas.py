@@ -18,6 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from starlette.requests import Request
+
 from heard.errors import BusyError, StoppingError
 from heard.limits import Bucket
 
@@ -158,7 +160,9 @@ class FairQueue:
         return firsts[owner]
 
     @contextlib.contextmanager
-    def taken(self, owner: str) -> Iterator[None]:
+    def taken(self, owner: str, hung_up: threading.Event | None = None) -> Iterator[None]:
+        """Wait for ``owner``'s turn (``hung_up`` set: the client left, and so does the
+        request, with ``StoppingError``)."""
         with self._lock:
             mine = sum(1 for _, o in self._queue if o == owner)
             if mine >= self.per_user or len(self._queue) >= self.waiting:
@@ -176,7 +180,9 @@ class FairQueue:
                 while not (self._running < self.total and self._next() == ticket):
                     if self.stopping.is_set():
                         raise StoppingError("the server is shutting down: send the file again")
-                    self._lock.wait(timeout=1.0)
+                    if hung_up is not None and hung_up.is_set():
+                        raise StoppingError(HUNG_UP)
+                    self._lock.wait(timeout=_POLL_S)
             finally:
                 self._queue.remove((ticket, owner))
                 self._lock.notify_all()
@@ -191,6 +197,7 @@ class FairQueue:
                 self._lock.notify_all()
 
 
+HUNG_UP = "the client hung up: the work was given up"
 STOP_ANSWER_S = 15.0
 """Once the server is told to stop, a request's work has this long to finish before its caller
 is answered 503 anyway: well inside uvicorn's grace (``transport.GRACE_S``, 30 s), after which
@@ -199,13 +206,20 @@ _POLL_S = 0.25
 
 
 async def until_stopped(
-    stopping: threading.Event, work: Callable[[], T], answer_s: float | None = None
+    stopping: threading.Event,
+    work: Callable[[], T],
+    answer_s: float | None = None,
+    *,
+    client: Request | None = None,
+    hung_up: threading.Event | None = None,
 ) -> T:
     """``work()`` on a request thread, its result; or, once ``stopping`` is set and
     ``answer_s`` (``STOP_ANSWER_S``) more have passed without it, a ``StoppingError`` (a 503)
-    while there is still time to send one. Work left behind ends at its next check of
-    ``stopping`` and removes its own files (those of a process killed first are cleared when
-    the next one starts)."""
+    while there is still time to send one. With ``client``, its request: once the client has
+    hung up, ``hung_up`` is set (the work's own check stops it) and nobody waits for the work
+    (a ``StoppingError``, answered to no one). Work left behind ends at its next check of
+    ``stopping`` (or ``hung_up``) and removes its own files (those of a process killed first
+    are cleared when the next one starts)."""
     from starlette.concurrency import run_in_threadpool
 
     task = asyncio.ensure_future(run_in_threadpool(work))
@@ -214,6 +228,11 @@ async def until_stopped(
             done, _ = await asyncio.wait({task}, timeout=_POLL_S)
             if done:
                 return task.result()
+            if client is not None and await client.is_disconnected():
+                if hung_up is not None:
+                    hung_up.set()
+                task.add_done_callback(_forgotten)
+                raise StoppingError(HUNG_UP)
         done, _ = await asyncio.wait(
             {task}, timeout=STOP_ANSWER_S if answer_s is None else answer_s
         )

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -53,7 +54,7 @@ from heard.errors import (
 from heard.server.bodies import arriving
 from heard.server.deps import Caller, Settings
 from heard.server.errors import deepgram_error, status_of
-from heard.server.quotas import until_stopped
+from heard.server.quotas import HUNG_UP, until_stopped
 from heard.server.schemas import DeepgramErrorOut
 from heard.server.spool import spool_file
 from heard.server.state import ServerSettings, state_of
@@ -132,10 +133,12 @@ async def listen(request: Request, user: Caller, settings: Settings) -> JSONResp
         try:
             if path.stat().st_size == 0:
                 raise InputError("the body is empty: send the audio as the body")
+            hung_up = threading.Event()
             body = await until_stopped(
                 settings.stopping,
-                lambda: _transcribe(request, user.owner, settings, path, params),
-            )
+                lambda: _transcribe(request, user.owner, settings, path, params, hung_up),
+                client=request, hung_up=hung_up,
+            )  # fmt: skip
         except HeardError as e:
             # Deepgram answers what it cannot take with a 400 (heard's own routes: a 422)
             took = isinstance(e, InputError) and not isinstance(e, (BusyError, TooLargeError))
@@ -174,7 +177,12 @@ async def _kept(
 
 
 def _transcribe(
-    request: Request, owner: str, settings: ServerSettings, path: Path, params: dict[str, str]
+    request: Request,
+    owner: str,
+    settings: ServerSettings,
+    path: Path,
+    params: dict[str, str],
+    hung_up: threading.Event,
 ) -> dict[str, Any]:
     transcriber = settings.transcriber
     assert transcriber is not None
@@ -193,13 +201,15 @@ def _transcribe(
     def watched(done_s: float, total_s: float) -> None:
         if settings.stopping.is_set():
             raise StoppingError("the server is shutting down: send the audio again")
+        if hung_up.is_set():  # LiveKit's client gives up at 10 s and sends the file again
+            raise StoppingError(HUNG_UP)
 
     info = measure_audio(path, settings.max_track_s)  # AudioError: a 400 naming the body
     try:
         check_duration(info, settings.max_track_s)
     except AudioError as e:  # longer than a track may be: a 413, as the docs say
         raise TooLargeError(str(e)) from None
-    with state_of(request.app).transcribing.taken(owner):  # every option checked before the wait
+    with state_of(request.app).transcribing.taken(owner, hung_up):  # options checked before
         channels = range(info.channels) if asked["multichannel"] else [None]
         heard = [transcriber.transcribe(path, channel=c, language=language, on_progress=watched)
                  for c in channels]  # fmt: skip

@@ -66,7 +66,7 @@ from heard.errors import (
 )
 from heard.server.bodies import SpooledFormRoute
 from heard.server.deps import Caller, Settings
-from heard.server.quotas import FairQueue, until_stopped
+from heard.server.quotas import HUNG_UP, FairQueue, until_stopped
 from heard.server.schemas import OpenAIErrorOut
 from heard.server.spool import spool_file
 from heard.server.state import ServerSettings, state_of
@@ -189,10 +189,12 @@ async def transcriptions(
     if timestamp_granularities and response_format != "verbose_json":
         raise _invalid("timestamp_granularities[] needs response_format verbose_json",
                        "timestamp_granularities[]")  # fmt: skip
+    hung_up = threading.Event()
     heard, duration = await until_stopped(
         settings.stopping,
-        lambda: _run(request, user, settings, file, transcriber, language or None),
-    )
+        lambda: _run(request, user, settings, file, transcriber, language or None, hung_up),
+        client=request, hung_up=hung_up,
+    )  # fmt: skip
     if stream:
         return _events(heard)
     return _answer(heard, response_format, set(timestamp_granularities or ["segment"]), duration)
@@ -217,9 +219,12 @@ async def translations(
             transcriber = FasterWhisperTranscriber(replace(transcriber.options, task="translate"))
         else:
             note = ENGLISH_ONLY
+    hung_up = threading.Event()
     heard, duration = await until_stopped(
-        settings.stopping, lambda: _run(request, user, settings, file, transcriber, None)
-    )
+        settings.stopping,
+        lambda: _run(request, user, settings, file, transcriber, None, hung_up),
+        client=request, hung_up=hung_up,
+    )  # fmt: skip
     answer = _answer(heard, response_format, {"segment"}, duration, task="translate")
     if note is not None:
         answer.headers["X-Heard-Translation"] = note
@@ -239,6 +244,7 @@ def _run(
     file: UploadFile,
     transcriber: Transcriber,
     language: str | None,
+    hung_up: threading.Event,
 ) -> tuple[Transcription, float]:
     """The upload measured (before its turn: a lying file holds no place), then transcribed
     in its turn; its length in seconds."""
@@ -256,9 +262,11 @@ def _run(
         def watched(done_s: float, total_s: float) -> None:
             if settings.stopping.is_set():
                 raise StoppingError("the server is shutting down: send the file again")
+            if hung_up.is_set():
+                raise StoppingError(HUNG_UP)
 
         try:
-            with state_of(request.app).transcribing.taken(user.owner):
+            with state_of(request.app).transcribing.taken(user.owner, hung_up):
                 heard = transcriber.transcribe(path, language=language, on_progress=watched)
         except AudioError as e:
             raise _invalid(str(e).replace(str(path), name), "file", "invalid_file") from None
