@@ -10,12 +10,19 @@ call that started last when its first call came: a flood of new owners, made-up 
 goes behind those waiting already, ahead only of the owner whose call started last):
 another user's call waits for at most one call of each owner ahead of it, never for a heavy
 user's queue.
+
+Live decoding comes ahead of bulk work (a file transcribed, a meeting run, an upload counted,
+a search or a rename): the thread that does bulk work lowers its own priority
+(``lower_priority``), so on a busy machine the system gives the cores to the live decoders
+first. A fair share of threads alone does not: a thread waiting for a core is late whatever
+its share.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +30,7 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
 
-__all__ = ["FairPool"]
+__all__ = ["BULK_NICE", "FairPool", "bulk", "lower_priority", "lowered"]
 
 T = TypeVar("T")
 
@@ -32,6 +39,56 @@ FORGET_AFTER = 4096
 forgotten (each comes back as if new: in line from when it asks again)."""
 
 _Call = tuple[Future[Any], Callable[[], Any]]
+
+BULK_NICE = 10
+"""How far below live decoding bulk work runs (Linux's nice values: 0 to 19, each step about
+a quarter less CPU against a busier thread)."""
+_lowered = threading.local()
+
+
+def lower_priority() -> None:
+    """This thread does bulk work from now on: its nice value goes to ``BULK_NICE`` (a thread's
+    own on Linux; threads it starts inherit it). It cannot be raised again without privilege,
+    so it is for threads that only ever do such work. Elsewhere, or where refused, nothing."""
+    if getattr(_lowered, "done", False):
+        return
+    _lowered.done = True
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), BULK_NICE))
+    except (AttributeError, OSError):  # not Linux-like, or a sandbox that refuses it
+        pass
+
+
+def bulk(call: Callable[..., T]) -> Callable[..., T]:
+    """``call``, run at bulk priority (``lower_priority`` first, on whatever thread runs it)."""
+
+    def at_bulk_priority(*args: Any, **kwargs: Any) -> T:
+        lower_priority()
+        return call(*args, **kwargs)
+
+    return at_bulk_priority
+
+
+def lowered(make: Callable[[], T]) -> T:
+    """``make()`` on a thread of its own at bulk priority: what it starts (a model's threads)
+    inherits that priority."""
+    made: list[T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        lower_priority()
+        try:
+            made.append(make())
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name="heard-bulk-load")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return made[0]
 
 
 class FairPool:

@@ -49,6 +49,7 @@ from heard.asr.transcriber import ProgressCallback
 from heard.errors import MissingDependencyError, ModelError
 from heard.limits import MAX_TRACK_S
 from heard.speech import Segment, Transcription, Word
+from heard.work import lowered
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,6 +89,9 @@ class WhisperOptions:
     workers: int = 1
     """Decodes the loaded model runs at once (CTranslate2's ``inter_threads``): the live
     decode service runs one per core, each on one thread."""
+    bulk: bool = False
+    """The model transcribes whole files beside a server's live decoding: its threads run at
+    bulk priority (``heard.work.lower_priority``), so live streams get the cores first."""
     max_track_s: float = MAX_TRACK_S
     """A track whose audio runs longer (whatever its header said) stops with an AudioError
     naming the limit ($HEARD_MAX_TRACK_S)."""
@@ -135,9 +139,9 @@ class LoadedModel:
         return "en"
 
 
-_models: dict[tuple[str, str, str, int, int], LoadedModel] = {}
+_models: dict[tuple[str, str, str, int, int, bool], LoadedModel] = {}
 """By (model files, device, compute type, threads): two names of one model share it."""
-_chosen: dict[tuple[str, str, str, int, int], LoadedModel] = {}
+_chosen: dict[tuple[str, str, str, int, int, bool], LoadedModel] = {}
 """By the choice as given, so that a call after the first resolves nothing again (for a
 Hugging Face name that would ask the hub for its latest revision on every transcription)."""
 _models_lock = threading.Lock()
@@ -156,21 +160,25 @@ def load_model(options: WhisperOptions) -> LoadedModel:
         ) from e
     check_language(options.language)
     chosen = (options.model_name, options.device, options.compute_type, options.cpu_threads,
-              options.workers)  # fmt: skip
+              options.workers, options.bulk)  # fmt: skip
     if (loaded := _chosen.get(chosen)) is not None:
         return loaded
     device = resolve_device(options.device)
     compute_type = resolve_compute_type(options.compute_type, device)
     name = options.model_name
     files = model_files(name)
-    key = (files, device, compute_type, options.cpu_threads, options.workers)
+    key = (files, device, compute_type, options.cpu_threads, options.workers, options.bulk)
     with _models_lock:
         if key not in _models:
-            try:
-                whisper = WhisperModel(
+
+            def make() -> Any:
+                return WhisperModel(
                     files, device=device, compute_type=compute_type,
                     cpu_threads=options.cpu_threads, num_workers=options.workers,
                 )  # fmt: skip
+
+            try:  # a bulk model's threads start from a thread at bulk priority, and keep it
+                whisper = lowered(make) if options.bulk else make()
             except (RuntimeError, ValueError, OSError) as e:
                 reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
                 raise ModelError(

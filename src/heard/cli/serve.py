@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -192,7 +193,8 @@ def serve(
         database.dispose()
         raise
     with sock:  # closed however the start ends (uvicorn closes it too, when it stops)
-        load_model(whisper)  # the live socket's recognizer: a model it cannot have fails here
+        # the files' recognizer (its threads at bulk priority): a model it cannot have fails here
+        load_model(replace(whisper, bulk=True))
         transcriber = None
         if queue:
             from heard.meetings.celery_app import check_broker, configure
@@ -200,7 +202,7 @@ def serve(
             configure(chosen)
             check_broker()
         else:
-            transcriber = load_transcriber(chosen.transcriber, whisper)
+            transcriber = load_transcriber(chosen.transcriber, replace(whisper, bulk=True))
         server_settings = ServerSettings(
             database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
             cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),

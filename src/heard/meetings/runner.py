@@ -35,6 +35,7 @@ from heard.store.models import MeetingStatus, TrackStatus, utc_now
 from heard.store.runs import accept_run, end_run, runs_of, take_run
 from heard.store.tracks import release_claims
 from heard.store.views import get_meeting
+from heard.work import lower_priority
 
 __all__ = ["MeetingProgress", "MeetingRunner", "Started", "TrackFraction", "Watched"]
 
@@ -141,6 +142,7 @@ class MeetingRunner:
         self._threads = ThreadPoolExecutor(
             max_workers=workers or max(1, (os.cpu_count() or 2) - 1),
             thread_name_prefix="heard-run",
+            initializer=lower_priority,  # live decoding first (heard.work)
         )
         self._lock = threading.Lock()
         self._waiting: dict[str, set[uuid.UUID]] = {}

@@ -59,6 +59,7 @@ from heard.server.schemas import DeepgramErrorOut
 from heard.server.spool import spool_file
 from heard.server.state import ServerSettings, state_of
 from heard.speech import Segment, Word
+from heard.work import lower_priority
 
 __all__ = ["router"]
 
@@ -184,6 +185,7 @@ def _transcribe(
     params: dict[str, str],
     hung_up: threading.Event,
 ) -> dict[str, Any]:
+    lower_priority()  # live decoding first
     transcriber = settings.transcriber
     assert transcriber is not None
     language = params.get("language", "").split("-")[0].lower() or None

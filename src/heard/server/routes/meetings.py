@@ -43,6 +43,7 @@ from heard.store.meetings import TrackSpec
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.views import MeetingSummary, list_meetings, meeting_phrases, playback, track_states
 from heard.timeline.formats import render
+from heard.work import lower_priority
 
 __all__ = ["router", "search_router"]
 
@@ -135,6 +136,7 @@ def search(
 ) -> list[FoundOut]:
     """The phrases of the caller's meetings that say it, best first: memory recall over the
     phrases, which every finished meeting adds to its owner's evidence."""
+    lower_priority()  # live decoding first
     found = search_meetings(settings.db, memories, user.owner, q, k)
     return [_found_out(f) for f in found]
 
@@ -266,6 +268,7 @@ def rename(
 ) -> MeetingOut:
     """Rename a participant (a diarized "Speaker 2" to who it is): in the phrases, every
     export, the memory's evidence, and every later rebuild."""
+    lower_priority()  # live decoding first
     jobs.rename(settings.db, meeting_id, participant, body.name, user.owner)
     return _meeting_out(settings.db, meeting_id, user.owner)
 

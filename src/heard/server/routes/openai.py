@@ -73,6 +73,7 @@ from heard.server.state import ServerSettings, state_of
 from heard.speech import Segment, Transcription
 from heard.store.users import Principal
 from heard.timeline.formats import TimedPhrase, TranscriptDoc, render_srt, render_vtt
+from heard.work import lower_priority
 
 __all__ = ["MODEL_NAMES", "queue", "router"]
 
@@ -247,7 +248,8 @@ def _run(
     hung_up: threading.Event,
 ) -> tuple[Transcription, float]:
     """The upload measured (before its turn: a lying file holds no place), then transcribed
-    in its turn; its length in seconds."""
+    in its turn, at bulk priority; its length in seconds."""
+    lower_priority()  # live decoding first
     name = file.filename or "the file"
     with _copied(file, settings.uploads) as path:
         try:
