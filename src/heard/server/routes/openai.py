@@ -31,7 +31,10 @@ OpenAI's shape (``heard.server.errors``). As many files are transcribed at once 
 has cores for (one per core but one); the others wait their turn, the user served longest ago
 first (``quotas.FairQueue``), and only past the queue is a request refused (a 429 with
 Retry-After). A server shutting down stops a transcription at its next segment, and answers
-503 within ``quotas.STOP_ANSWER_S`` whatever the transcription is doing. With
+503 within ``quotas.STOP_ANSWER_S`` whatever the transcription is doing; a client that hangs
+up stops its transcription at its next segment too. The form counts against the user's
+storage as it arrives (``bodies.SpooledFormRoute``), and the work runs at bulk priority
+(``heard.work``). With
 ``--queue`` the server has no recognizer of its own, and these routes answer 503.
 """
 
