@@ -81,7 +81,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
         title="heard",
         summary="Meetings, live captions and memory for conversation audio.",
         version="0.1.0",
-        responses={401: {"model": ErrorOut}},
+        responses={
+            401: {"model": ErrorOut},
+            408: {"model": ErrorOut, "description": "The body stopped arriving (20 s)."},
+            429: {
+                "model": ErrorOut,
+                "description": "Too many bad tokens from this address (Retry-After).",
+            },
+        },
         lifespan=lifespan,
     )
     app.state.heard = state

@@ -80,7 +80,15 @@ from heard.work import lower_priority
 
 __all__ = ["MODEL_NAMES", "queue", "router"]
 
-router = APIRouter(prefix="/v1", tags=["openai"], route_class=SpooledFormRoute)
+router = APIRouter(
+    prefix="/v1",
+    tags=["openai"],
+    route_class=SpooledFormRoute,
+    responses={
+        408: {"model": OpenAIErrorOut, "description": "The body stopped arriving (20 s)."},
+        429: {"model": OpenAIErrorOut, "description": "Too many bad tokens, or files waiting."},
+    },
+)
 log = logging.getLogger("heard.server")
 
 MODEL_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-transcribe",
