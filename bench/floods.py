@@ -7,6 +7,9 @@
   a third half a request's headers, a third half a WebSocket handshake, a third a JSON body's
   first bytes. How many the server has closed (or answered 408) within 30 s, the slowest, and
   B's GET p95 while they are held;
+* **stalled forms**: with 50 MB of storage a user, six OpenAI transcription forms of 30 MB
+  each from one user, sent all but their last 64 KB and then held: what each gets, and when;
+  and that user's next 30 MB form, sent whole while they are held;
 * **channels**: one token's ``/v1/listen`` stream of 8 channels of linear16 at real time, and
   one of 2: how long each lasts before it is closed for its rate (the default allowance is 2
   channels: an 8-channel stream is charged as 8 streams).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import socket
 import sys
@@ -112,14 +116,14 @@ def _half(kind: str, host: str, token: str) -> bytes:
             '{"title": "').encode()  # fmt: skip
 
 
-def trickles(host: str, token: str) -> dict[str, Any]:
+def trickles(host: str, token: str, n: int = TRICKLES) -> dict[str, Any]:
     """``TRICKLES`` connections that send part of a request, then nothing: for each kind, how
     many were closed within ``TRICKLE_WAIT_S`` (with a 408, or without a word), and the
     slowest."""
     name, port = host.split(":")
     kinds = ("headers", "handshake", "json body")
     held: list[tuple[str, socket.socket, float]] = []
-    for i in range(TRICKLES):
+    for i in range(n):
         sock = socket.socket()
         sock.bind(("127.0.0.3", 0))
         sock.connect((name, int(port)))
@@ -156,6 +160,65 @@ def trickles(host: str, token: str) -> dict[str, Any]:
     return out
 
 
+BOUNDARY = "benchboundary"
+FORM_MB, FORMS, STORAGE_MB = 30, 6, 50
+
+
+def _form_head(host: str, token: str, length: int) -> bytes:
+    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer "
+            f"{token}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
+            f"Content-Length: {length}\r\n\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; "
+            'name="model"\r\n\r\nwhisper-1\r\n'
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; '
+            'filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n').encode()  # fmt: skip
+
+
+def _status(sock: socket.socket, began: float, wait_s: float) -> tuple[str, float]:
+    """The status of the server's answer on ``sock`` and when it came (``-``: none)."""
+    sock.settimeout(wait_s)
+    try:
+        got = sock.recv(64)
+    except OSError:
+        return "-", round(time.monotonic() - began, 1)
+    return (got[9:12].decode() if got.startswith(b"HTTP/1.1 ") else "closed",
+            round(time.monotonic() - began, 1))  # fmt: skip
+
+
+def stalled_forms(
+    host: str, token: str, forms: int = FORMS, form_mb: int = FORM_MB
+) -> dict[str, Any]:
+    """``forms`` forms of ``form_mb`` sent but for their last 64 KB and held; then one sent
+    whole: each answer's status and time."""
+    name, port = host.split(":")
+    length = form_mb * 2**20
+    began = time.monotonic()
+    answers: dict[str, tuple[str, float]] = {}
+
+    def one(label: str, whole: bool) -> None:
+        with socket.create_connection((name, int(port))) as sock:
+            sock.settimeout(60)
+            head = _form_head(host, token, length)
+            body = bytes(length - len(head) - (0 if whole else 64 * 1024))
+            with contextlib.suppress(OSError):  # answered and closed before it was all sent
+                sock.sendall(head + body)
+            answers[label] = _status(sock, began, 60)
+
+    held = [threading.Thread(target=one, args=(f"held {i}", False)) for i in range(forms)]
+    for t in held:
+        t.start()
+    time.sleep(3)  # the held forms are in
+    whole = threading.Thread(target=one, args=("whole", True))
+    whole.start()
+    for t in [*held, whole]:
+        t.join()
+    statuses: dict[str, int] = {}
+    for label, (status, _) in answers.items():
+        if label != "whole":
+            statuses[status] = statuses.get(status, 0) + 1
+    return {"held got": statuses, "the whole one": answers.get("whole"),
+            "last answer_s": max(t for _, t in answers.values())}  # fmt: skip
+
+
 def tone(seconds: float, channels: int) -> bytes:
     t = np.arange(int(16_000 * seconds)) / 16_000
     mono = (np.sin(2 * np.pi * 440 * t) * 8000).astype("<i2")
@@ -185,7 +248,16 @@ async def stream(host: str, token: str, channels: int, seconds: float) -> dict[s
             "closed_after_s": round(closed_s, 1) if code == 1008 else None}  # fmt: skip
 
 
-def run(src: Path | None = None, seconds: float = 20.0) -> dict[str, Any]:
+def run(
+    src: Path | None = None,
+    seconds: float = 20.0,
+    *,
+    n_trickles: int = TRICKLES,
+    forms: int = FORMS,
+    form_mb: int = FORM_MB,
+    storage_mb: int = STORAGE_MB,
+) -> dict[str, Any]:
+    """Every scenario (smaller by the keywords: a test's short run)."""
     out: dict[str, Any] = {}
     with serving(["b", "a"], src=src) as (host, tokens, _pid):
         b, a = tokens["b"], tokens["a"]
@@ -193,13 +265,17 @@ def run(src: Path | None = None, seconds: float = 20.0) -> dict[str, Any]:
         out["bad tokens"], statuses = beside(host, b, bad_tokens, host, seconds)
         out["bad tokens"]["flood got"] = statuses
         out["bad tokens"]["p95 x idle"] = round(out["bad tokens"]["p95"] / out["idle"]["p95"], 2)
-        out["trickles"], held = beside(host, b, trickles, host, a)
+        out["trickles"], held = beside(host, b, trickles, host, a, n_trickles)
         out["trickles"] |= held
         out["trickles"]["p95 x idle"] = round(out["trickles"]["p95"] / out["idle"]["p95"], 2)
+    with serving(["a"], src=src, settings={"HEARD_USER_STORAGE_MB": str(storage_mb)}) as (
+        host, tokens, _pid,
+    ):  # fmt: skip
+        out["stalled forms"] = stalled_forms(host, tokens["a"], forms, form_mb)
     with serving(["a"], src=src) as (host, tokens, _pid):  # a token of its own: a fresh quota
-        out["8 channels"] = asyncio.run(stream(host, tokens["a"], 8, 20))
+        out["8 channels"] = asyncio.run(stream(host, tokens["a"], 8, seconds))
     with serving(["a"], src=src) as (host, tokens, _pid):
-        out["2 channels"] = asyncio.run(stream(host, tokens["a"], 2, 20))
+        out["2 channels"] = asyncio.run(stream(host, tokens["a"], 2, seconds))
     return out
 
 

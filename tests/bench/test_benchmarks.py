@@ -200,6 +200,26 @@ def test_abuse_benchmark_sees_the_flooder_closed_and_everyone_served() -> None:
 
 
 @pytest.mark.asr
+def test_floods_benchmark_sees_each_flood_refused_and_b_served() -> None:
+    """The decisions of bench/floods.py (issue 71) on a short run, not its timings."""
+    result = load("floods").run(None, 3.0, n_trickles=30, forms=3, form_mb=3, storage_mb=5)
+    assert result["idle"]["n"] > 0
+    assert result["bad tokens"]["n"] > 0
+    got = result["bad tokens"]["flood got"]
+    assert got.get("429", 0) > 0, got
+    assert set(got) <= {"401", "429"}, got
+    for kind in ("headers", "handshake", "json body"):
+        row = result["trickles"][kind]
+        assert row["closed"] == row["sent"] == row["408"], row
+        assert row["slowest_s"] <= 30, row
+    forms = result["stalled forms"]
+    assert forms["held got"].get("507", 0) >= 1, forms
+    assert forms["held got"].get("408", 0) >= 1, forms
+    assert forms["the whole one"][0] == "507", forms
+    assert result["8 channels"]["code"] == 1008, result["8 channels"]  # charged as 8
+    assert result["2 channels"]["closed_after_s"] is None, result["2 channels"]
+
+
 def test_models_benchmark_measures_every_model_on_the_same_recordings(tmp_path: Path) -> None:
     bench = load("models")
     spanish = bench.spanish(tmp_path)
