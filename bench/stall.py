@@ -13,6 +13,8 @@ Meanwhile user A does its worst, one scenario after another:
 * **uploads**: 12 uploads at once, again and again, of a 3 h 50 min MP3 (legal: the longest
   track is 4 h), whose length the server counts packet by packet;
 * **event streams**: 400 event streams on one meeting that waits to be run;
+* **files**: 4 threads re-posting JFK to OpenAI's transcription route, one after another
+  (issue 71: the server's own CPU work beside live decoding);
 * **rename and search**: 12 loops of renaming a participant of a transcribed meeting and then
   searching A's meetings, with 50,000 utterances in A's memory.
 
@@ -50,7 +52,8 @@ UPLOADS = 12
 STREAMS = 400
 LOOPS = 12
 UTTERANCES = 50_000
-SCENARIOS = ("uploads", "streams", "renames")
+FILE_THREADS = 4
+SCENARIOS = ("uploads", "streams", "files", "renames")
 
 
 def long_mp3(folder: Path, seconds: float = LONG_MP3_S) -> Path:
@@ -217,6 +220,27 @@ def heavy_uploads(
     return answers
 
 
+def heavy_files(
+    host: str, token: str, stop: threading.Event, threads: int = FILE_THREADS
+) -> dict[int, int]:
+    """A's ``threads`` loops posting JFK to OpenAI's transcription route until ``stop``: the
+    answers' statuses."""
+    answers: dict[int, int] = {}
+    lock = threading.Lock()
+    audio = JFK.read_bytes()
+
+    def loop() -> None:
+        with _client(host, token) as client:
+            while not stop.is_set():
+                status = client.post("/v1/audio/transcriptions", data={"model": "whisper-1"},
+                                     files={"file": ("jfk.flac", audio)}).status_code  # fmt: skip
+                with lock:
+                    answers[status] = answers.get(status, 0) + 1
+
+    _until(stop, [threading.Thread(target=loop) for _ in range(threads)])
+    return answers
+
+
 async def _streams(
     host: str, token: str, mid: str, stop: threading.Event, n: int
 ) -> dict[int, int]:
@@ -354,7 +378,7 @@ def run(
     with tempfile.TemporaryDirectory() as tmp:
         mp3 = long_mp3(Path(tmp), mp3_s)
         out["mp3"] = {"mb": round(mp3.stat().st_size / 2**20, 1), "seconds": mp3_s}
-        if {"uploads", "streams"} & set(scenarios):
+        if {"uploads", "streams", "files"} & set(scenarios):
             with serving(["a", "b"], src) as (host, tokens, pid):
                 a, b = tokens["a"], tokens["b"]
                 measured_b(host, b, times=1)  # the model loaded, the socket warmed
@@ -370,6 +394,11 @@ def run(
                     say("beside A's event streams")
                     out["streams"] = _beside(
                         host, b, lambda s: heavy_streams(host, a, s, streams), warm_s, times=times
+                    )
+                if "files" in scenarios:
+                    say("beside A's files to transcribe")
+                    out["files"] = _beside(
+                        host, b, lambda s: heavy_files(host, a, s), warm_s, times=times
                     )
                 out["peak_rss_mb"] = _peak_rss_mb(pid)
         if "renames" not in scenarios:

@@ -303,7 +303,7 @@ def test_stall_benchmark_serves_user_b_through_each_of_user_as_worst() -> None:
     rest 429), A's uploads and renames answered."""
     result = load("stall").run(None, 3.0, uploads=2, mp3_s=1200, streams=40, loops=2,
                                utterances=2000, times=1)  # fmt: skip
-    for scenario in ("uploads", "streams", "renames"):
+    for scenario in ("uploads", "streams", "files", "renames"):
         b = result[scenario]
         assert b["/v1/me"]["n"] > 0, scenario
         assert b["finals"] >= 1, scenario
@@ -311,6 +311,8 @@ def test_stall_benchmark_serves_user_b_through_each_of_user_as_worst() -> None:
     assert set(result["uploads"]["a_answers"]) == {200}
     assert result["streams"]["a_answers"] == {200: 32, 429: 8}
     assert set(result["renames"]["a_answers"]) == {200}
+    assert 200 in result["files"]["a_answers"]
+    assert set(result["files"]["a_answers"]) <= {200, 429}  # past the queue: a 429
     assert result["peak_rss_mb"] > 0
     assert result["peak_rss_mb_2"] > 0
 
