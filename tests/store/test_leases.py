@@ -166,3 +166,25 @@ def test_a_run_cut_short_by_the_store_runs_again_once_it_answers(db: Database) -
     assert fake.calls == ["a.wav"]
     assert jobs.view(db, mid).status == "complete"
     assert runs_of(db, this_holder()) == []
+
+
+def test_the_keeper_never_gives_back_the_track_of_a_run_in_progress_here(db: Database) -> None:
+    """A look of the keeper while this process transcribes: the claim is the run's own, not
+    one a store outage left, and stays; the track is transcribed once."""
+    mid, _ = meeting(db)
+    looks: list[list[str]] = []
+
+    def look(_: str) -> None:  # in the middle of the transcription, its claim held
+        runner.look_after()
+        looks.append([str(t.status) for t in track_states(db, mid)])
+
+    fake = FakeTranscriber({"a.wav": SAID}, before=look)
+    runner = MeetingRunner(db, fake, take_over=False)
+    try:
+        runner.start("", mid)
+        finished(db, [mid])
+    finally:
+        runner.close()
+    assert looks == [["transcribing"]]
+    assert fake.calls == ["a.wav"]
+    assert jobs.view(db, mid).status == "complete"

@@ -253,11 +253,12 @@ class MeetingRunner:
         if self._in_touch_since is None:
             self._in_touch_since = time.monotonic()
         by_lease = time.monotonic() - self._in_touch_since >= self.lease_s
-        with self._lock:
-            here = set(self._active)
         try:
             if not self.queue:
-                for meeting_id in release_claims(self.db, me, here, now):
+                with self._lock:  # no run of this process starts while its claims are read
+                    here = set(self._active)
+                    given_back = release_claims(self.db, me, here, now)
+                for meeting_id in given_back:
                     log.warning("meeting %s: a track given back after a store outage", meeting_id)
                 for meeting_id in runs_of(self.db, me):
                     self._submit(None, meeting_id)
@@ -265,7 +266,9 @@ class MeetingRunner:
                 return
             holders = judge(self.db, now, self.lease_s, by_lease=by_lease)
             for meeting_id in jobs.recover_interrupted(self.db, self.options, now, holders):
-                if meeting_id not in here and take_run(self.db, meeting_id, me, holders):
+                with self._lock:
+                    running_here = meeting_id in self._active
+                if not running_here and take_run(self.db, meeting_id, me, holders):
                     log.warning("taking over meeting %s, whose process is gone", meeting_id)
                     if self.queue:
                         self._send(meeting_id)
