@@ -11,8 +11,8 @@
   each from one user, sent all but their last 64 KB and then held: what each gets, and when;
   and that user's next 30 MB form, sent whole while they are held;
 * **channels**: one token's ``/v1/listen`` stream of 8 channels of linear16 at real time, and
-  one of 2: how long each lasts before it is closed for its rate (the default allowance is 2
-  channels: an 8-channel stream is charged as 8 streams).
+  one of 2: refused at the handshake, or how long each lasts before it is closed for its rate
+  (the default allowance is 2 channels: an 8-channel stream is charged as 8 streams).
 
 Loopback gives the flood and the trickles addresses of their own (127.0.0.0/8 is all this
 machine's), as they would have on the internet. Called by bench/abuse.py --floods-only.
@@ -226,13 +226,17 @@ def tone(seconds: float, channels: int) -> bytes:
 
 
 async def stream(host: str, token: str, channels: int, seconds: float) -> dict[str, Any]:
-    """One ``/v1/listen`` stream of ``channels`` at real time: how long until it is closed
-    for its rate (None: it lasted ``seconds``), and the close's code."""
+    """One ``/v1/listen`` stream of ``channels`` at real time: the handshake's refusal, or
+    how long until it is closed for its rate (None: it lasted ``seconds``) and the code."""
     query = f"encoding=linear16&sample_rate=16000&channels={channels}&multichannel=true"
     frame = tone(0.1, channels)
     began = time.monotonic()
     auth = {"Authorization": f"Token {token}"}
-    async with websockets.connect(f"ws://{host}/v1/listen?{query}", additional_headers=auth) as ws:
+    try:
+        opened = await websockets.connect(f"ws://{host}/v1/listen?{query}", additional_headers=auth)
+    except websockets.InvalidStatus as e:
+        return {"channels": channels, "refused": e.response.status_code}
+    async with opened as ws:
         try:
             for i in range(round(seconds * 10)):
                 await ws.send(frame)

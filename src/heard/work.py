@@ -11,11 +11,12 @@ goes behind those waiting already, ahead only of the owner whose call started la
 another user's call waits for at most one call of each owner ahead of it, never for a heavy
 user's queue.
 
-Live decoding comes ahead of bulk work (a file transcribed, a meeting run, an upload counted,
-a search or a rename): the thread that does bulk work lowers its own priority
-(``lower_priority``), so on a busy machine the system gives the cores to the live decoders
-first. A fair share of threads alone does not: a thread waiting for a core is late whatever
-its share.
+Live decoding comes ahead of bulk work (a file transcribed, a meeting run, a search or a
+rename): the thread that does bulk work lowers its own priority (``lower_priority``), so on a
+busy machine the system gives the cores to the live decoders first. A fair share of threads
+alone does not: a thread waiting for a core is late whatever its share. A pool whose threads
+also start live sockets (a ``FairPool``'s) is never lowered: a model loaded on a lowered
+thread would lower the threads it starts, the live decoders' among them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
 
-__all__ = ["BULK_NICE", "FairPool", "bulk", "lower_priority", "lowered"]
+__all__ = ["BULK_NICE", "FairPool", "lower_priority", "lowered"]
 
 T = TypeVar("T")
 
@@ -58,16 +59,6 @@ def lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), BULK_NICE))
     except (AttributeError, OSError):  # not Linux-like, or a sandbox that refuses it
         pass
-
-
-def bulk(call: Callable[..., T]) -> Callable[..., T]:
-    """``call``, run at bulk priority (``lower_priority`` first, on whatever thread runs it)."""
-
-    def at_bulk_priority(*args: Any, **kwargs: Any) -> T:
-        lower_priority()
-        return call(*args, **kwargs)
-
-    return at_bulk_priority
 
 
 def lowered(make: Callable[[], T]) -> T:

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from heard.work import BULK_NICE, bulk, lower_priority
+from heard.work import BULK_NICE, lower_priority
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice")
 
@@ -24,7 +24,7 @@ def test_a_thread_that_does_bulk_work_lowers_only_its_own_priority() -> None:
     seen: dict[str, int] = {}
 
     def worker() -> None:
-        bulk(lambda: None)()
+        lower_priority()
         seen["worker"] = nice_of(threading.get_native_id())
         lower_priority()  # once is enough; again changes nothing
         seen["again"] = nice_of(threading.get_native_id())

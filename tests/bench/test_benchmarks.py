@@ -216,7 +216,7 @@ def test_floods_benchmark_sees_each_flood_refused_and_b_served() -> None:
     assert forms["held got"].get("507", 0) >= 1, forms
     assert forms["held got"].get("408", 0) >= 1, forms
     assert forms["the whole one"][0] == "507", forms
-    assert result["8 channels"]["code"] == 1008, result["8 channels"]  # charged as 8
+    assert result["8 channels"]["refused"] == 400, result["8 channels"]  # charged as 8
     assert result["2 channels"]["closed_after_s"] is None, result["2 channels"]
 
 

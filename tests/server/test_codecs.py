@@ -30,7 +30,7 @@ from heard.asr.incoming import is_container, mulaw_to_pcm16
 from heard.asr.microphone import RecognizerFactory
 from heard.asr.streaming import SpareRule, StreamOptions
 from heard.asr.whisper import WhisperOptions
-from heard.errors import BusyError, SocketCloseError
+from heard.errors import BusyError, InputError, SocketCloseError
 from heard.server.app import ServerSettings, create_app
 from heard.server.listen import DeepgramCodec
 from heard.server.quotas import FairQueue, Quota
@@ -504,14 +504,17 @@ async def test_a_stream_of_up_to_8_channels_at_real_time_passes_with_an_allowanc
 async def test_a_stream_is_charged_for_each_of_its_channels() -> None:
     """Issue 71: an 8-channel stream was charged as one: one token's socket at twice real time
     delayed another user's finals by 13.9 s, when the same audio as 8 mono sockets was refused.
-    At the default allowance (2 channels), 8 channels at real time are closed as 8 sockets
-    would be, and a stereo call passes."""
+    Each channel now counts: at the default allowance (2 channels at real time) a stereo
+    stream at 1.5x real time is closed where a mono one passes, and a stream of more channels
+    than the allowance is refused before it starts, naming the setting."""
     clock = Clock()
+    await stream_for(listening(1, Quota(clock)), clock, seconds=60, pace=1.5)
     with pytest.raises(SocketCloseError) as closed:
-        await stream_for(listening(8, Quota(clock)), clock, seconds=60, pace=1)
+        await stream_for(listening(2, Quota(clock)), clock, seconds=60, pace=1.5)
     assert closed.value.code == CLOSE_POLICY
     assert "2 channels of audio at real time" in closed.value.reason
-    await stream_for(listening(2, Quota(clock)), clock, seconds=60, pace=1)
+    with pytest.raises(InputError, match="HEARD_LIVE_AUDIO_X"):
+        listening(8, Quota(clock))
 
 
 @pytest.mark.parametrize("channels", [1, 8])

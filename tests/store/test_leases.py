@@ -7,6 +7,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import select, update
 
 from heard.meetings import jobs
@@ -188,3 +189,66 @@ def test_the_keeper_never_gives_back_the_track_of_a_run_in_progress_here(db: Dat
     assert looks == [["transcribing"]]
     assert fake.calls == ["a.wav"]
     assert jobs.view(db, mid).status == "complete"
+
+
+def test_a_look_of_the_keeper_between_a_users_start_and_its_run_runs_it_once(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keeper runs this process's runs that have no thread here. A look that came after
+    the store said a user's run was this process's, and before its thread started, ran it as
+    the keeper's: the user's place was never given back (one meeting at a time here: the
+    next start was a 429 for good)."""
+    from heard.errors import BusyError
+    from heard.meetings import runner as runner_module
+
+    first, _ = meeting(db)
+    second, _ = meeting(db, "b.wav")
+    fake = FakeTranscriber({"a.wav": SAID, "b.wav": SAID})
+    runner = MeetingRunner(db, fake, take_over=False, per_user=1)
+    accepted = runner_module.accept_run
+
+    def accepted_then_looked(db_: Database, meeting_id: uuid.UUID) -> None:
+        accepted(db_, meeting_id)
+        runner.look_after()
+
+    monkeypatch.setattr(runner_module, "accept_run", accepted_then_looked)
+    try:
+        runner.start("", first)
+        finished(db, [first])
+        deadline = time.monotonic() + 10
+        while True:  # the place comes back once the run's thread has ended
+            try:
+                runner.start("", second)
+                break
+            except BusyError:
+                assert time.monotonic() < deadline, "the user's place never came back"
+                time.sleep(0.02)
+        finished(db, [second])
+    finally:
+        runner.close()
+    assert fake.calls == ["a.wav", "b.wav"]
+
+
+def test_a_run_that_met_a_bug_is_not_run_again_by_every_look(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heard.meetings import runner as runner_module
+
+    mid, _ = meeting(db)
+    runs: list[uuid.UUID] = []
+
+    def broken(meeting_id: uuid.UUID, **_: object) -> None:
+        runs.append(meeting_id)
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(runner_module, "run_pipeline", broken)
+    runner = MeetingRunner(db, FakeTranscriber({}), take_over=False)
+    try:
+        runner.start("", mid)
+        for _ in range(3):
+            time.sleep(0.1)
+            runner.look_after()
+        time.sleep(0.1)
+    finally:
+        runner.close()
+    assert runs == [mid]

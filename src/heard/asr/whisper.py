@@ -90,8 +90,9 @@ class WhisperOptions:
     """Decodes the loaded model runs at once (CTranslate2's ``inter_threads``): the live
     decode service runs one per core, each on one thread."""
     bulk: bool = False
-    """The model transcribes whole files beside a server's live decoding: its threads run at
-    bulk priority (``heard.work.lower_priority``), so live streams get the cores first."""
+    """The model transcribes whole files beside a server's live decoding: loaded by this
+    call, its threads run at bulk priority (``heard.work.lower_priority``), so live streams
+    get the cores first. A model loaded already is shared as it is (one copy in memory)."""
     max_track_s: float = MAX_TRACK_S
     """A track whose audio runs longer (whatever its header said) stops with an AudioError
     naming the limit ($HEARD_MAX_TRACK_S)."""
@@ -139,9 +140,9 @@ class LoadedModel:
         return "en"
 
 
-_models: dict[tuple[str, str, str, int, int, bool], LoadedModel] = {}
+_models: dict[tuple[str, str, str, int, int], LoadedModel] = {}
 """By (model files, device, compute type, threads): two names of one model share it."""
-_chosen: dict[tuple[str, str, str, int, int, bool], LoadedModel] = {}
+_chosen: dict[tuple[str, str, str, int, int], LoadedModel] = {}
 """By the choice as given, so that a call after the first resolves nothing again (for a
 Hugging Face name that would ask the hub for its latest revision on every transcription)."""
 _models_lock = threading.Lock()
@@ -160,14 +161,14 @@ def load_model(options: WhisperOptions) -> LoadedModel:
         ) from e
     check_language(options.language)
     chosen = (options.model_name, options.device, options.compute_type, options.cpu_threads,
-              options.workers, options.bulk)  # fmt: skip
+              options.workers)  # fmt: skip
     if (loaded := _chosen.get(chosen)) is not None:
         return loaded
     device = resolve_device(options.device)
     compute_type = resolve_compute_type(options.compute_type, device)
     name = options.model_name
     files = model_files(name)
-    key = (files, device, compute_type, options.cpu_threads, options.workers, options.bulk)
+    key = (files, device, compute_type, options.cpu_threads, options.workers)
     with _models_lock:
         if key not in _models:
 

@@ -149,6 +149,8 @@ class MeetingRunner:
         """Each user's meetings waiting or running here."""
         self._active: set[uuid.UUID] = set()
         """Every meeting waiting or running here (users' runs, and those taken over)."""
+        self._broken: set[uuid.UUID] = set()
+        """Meetings whose run here met a bug: the keeper does not run them again."""
         self._keeper: threading.Thread | None = None
         self._closing = threading.Event()
         self._in_touch_since: float | None = None
@@ -183,19 +185,23 @@ class MeetingRunner:
                     "one when one of them is done"
                 )
             mine.add(meeting_id)
+            self._active.add(meeting_id)  # before the store says it is ours: the keeper waits
+            self._broken.discard(meeting_id)
         try:
             accept_run(self.db, meeting_id)
         except BaseException:
             with self._lock:
                 mine.discard(meeting_id)
+                self._active.discard(meeting_id)
             raise
-        self._submit(owner, meeting_id)
+        self._threads.submit(self._run, owner, meeting_id)
         return Started(True)
 
     def _submit(self, owner: str | None, meeting_id: uuid.UUID) -> None:
-        """Run the meeting on a thread here, unless it waits or runs here already."""
+        """Run the meeting on a thread here, unless it waits or runs here already, or its
+        last run here met a bug (a user's ``start`` tries it again)."""
         with self._lock:
-            if meeting_id in self._active:
+            if meeting_id in self._active or meeting_id in self._broken:
                 return
             self._active.add(meeting_id)
         self._threads.submit(self._run, owner, meeting_id)
@@ -293,8 +299,10 @@ class MeetingRunner:
                     end_run(self.db, meeting_id, this_holder())
         except HeardError as e:  # the store went away: the keeper runs it again once it is back
             log.warning("meeting %s: the run stopped: %s", meeting_id, e)
-        except Exception:  # a bug: logged; the next start takes the run back
+        except Exception:  # a bug: logged, not retried by the keeper; the next start tries again
             log.exception("meeting %s: the run stopped", meeting_id)
+            with self._lock:
+                self._broken.add(meeting_id)
         finally:
             with self._lock:
                 self._active.discard(meeting_id)

@@ -25,7 +25,7 @@ from heard.leftovers import maker_prefix, remove_left_behind
 from heard.limits import MAX_TRACK_S, MAX_UPLOAD_BYTES, USER_STORAGE_BYTES
 from heard.store.database import Database
 from heard.store.tracks import track_of, upload_track
-from heard.work import FairPool, bulk
+from heard.work import FairPool
 
 __all__ = ["LOCAL_FOLDER", "StorageLedger", "Uploads", "audio_type", "open_upload"]
 
@@ -240,7 +240,7 @@ class Uploads:
             partial.unlink(missing_ok=True)
             raise AudioError("the request body (the audio) is empty")
         try:
-            info = await self.work.run(owner, bulk(measure_audio), partial, self.max_track_s)
+            info = await self.work.run(owner, measure_audio, partial, self.max_track_s)
         except InputError as e:
             partial.unlink(missing_ok=True)
             reason = str(e).replace(str(partial), "the upload")  # no server folders in replies

@@ -152,6 +152,13 @@ class DeepgramCodec:
         self.idle_s = IDLE_S  # read now: a test shortens it
         whisper = session.settings.whisper
         self.options: ListenOptions = parse_options(session.params, whisper)
+        allowed = session.quota.audio_x
+        if self.options.channels > allowed:  # each channel is charged: say so now, not at 2 s
+            raise InputError(
+                f"{self.options.channels} channels at real time need an audio allowance of "
+                f"{self.options.channels}; this server gives a token {allowed:g} "
+                "(HEARD_LIVE_AUDIO_X)"
+            )
         self.whisper = replace(whisper, language=self.options.language)
         load_model(self.whisper).language(self.options.language)  # InputError: a 400
         self.request_id = str(uuid.uuid4())

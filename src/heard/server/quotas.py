@@ -32,6 +32,7 @@ __all__ = [
     "BARRED_S",
     "EVENTS_PER_S",
     "EVENT_BURST",
+    "LIVE_AUDIO_X",
     "REFUSAL_DELAY_S",
     "SOCKETS_PER_TOKEN",
     "STOP_ANSWER_S",

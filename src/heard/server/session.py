@@ -249,7 +249,8 @@ def mount(
     async def socket(websocket: WebSocket) -> None:
         token, subprotocol = offered_token(websocket)
         address = client_address(websocket.scope)
-        if token and (wait_s := state.failures.wait_s(address)):
+        wait_s = state.failures.wait_s(address) if token else 0
+        if wait_s and not state.tokens.vouched(token):
             await refuse(websocket, 429, too_many_bad_tokens(wait_s))
             return
         key = digest(token)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -44,14 +45,38 @@ USER_WAITING = 256
 """A user's synchronous requests waiting beyond those: more are refused (429) at once."""
 
 
+VOUCHED = 10_000
+"""Tokens remembered as valid (the most recently seen), so that a client address over its bad
+tokens' limit (all the users behind one proxy) still lets them in."""
+
+
 class TokenChecks:
     """Tokens looked up on threads of their own (``threads``), fair across tokens; a check of
-    a token while one is in flight takes that one's answer."""
+    a token while one is in flight takes that one's answer. The tokens found valid lately are
+    remembered (``vouched``)."""
 
     def __init__(self, database: Callable[[], Database], threads: int = 2) -> None:
         self.database = database
         self.pool = FairPool(threads, per_owner=1, name="heard-tokens")
         self._in_flight: dict[str, asyncio.Future[Principal | None]] = {}
+        self._valid: OrderedDict[str, None] = OrderedDict()
+
+    def vouched(self, token: str) -> bool:
+        """Whether ``token`` was found valid lately (it may have been revoked since: a check
+        still decides)."""
+        return bool(token) and digest(token) in self._valid
+
+    def _found(self, key: str, check: asyncio.Future[Principal | None]) -> None:
+        self._in_flight.pop(key, None)
+        if check.cancelled() or check.exception() is not None:
+            return
+        if check.result() is None:
+            self._valid.pop(key, None)
+            return
+        self._valid[key] = None
+        self._valid.move_to_end(key)
+        while len(self._valid) > VOUCHED:
+            self._valid.popitem(last=False)
 
     async def principal(self, token: str) -> Principal | None:
         """The user ``token`` belongs to (None: no such token, or revoked); ``StoreError``
@@ -61,7 +86,7 @@ class TokenChecks:
         if check is None:
             check = asyncio.ensure_future(self.pool.run(key, authenticate, self.database(), token))
             self._in_flight[key] = check
-            check.add_done_callback(lambda _: self._in_flight.pop(key, None))
+            check.add_done_callback(lambda done: self._found(key, done))
         return await asyncio.shield(check)
 
 
