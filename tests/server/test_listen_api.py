@@ -260,6 +260,7 @@ class Captured:
         self.params = {"model": "nova-3", "interim_results": "true", "punctuate": "true"}
         self.settings = SimpleNamespace(whisper=WhisperOptions())
         self.user = SimpleNamespace(name="ana")
+        self.quota = SimpleNamespace(audio_x=2.0)
 
     def send(self, message: dict[str, Any]) -> None:
         self.sent.append(message)
