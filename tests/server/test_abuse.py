@@ -4,11 +4,13 @@ one token's sockets capped. ``bench/abuse.py`` measures the same against a real 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import threading
 import time
 import wave
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from heard.server import bodies, quotas, transport
+from heard.server import bodies, quotas, shares, transport
 from heard.server.app import ServerSettings, create_app
 from heard.server.quotas import AUTH_FAILURE_BURST, AuthFailures
 from heard.speech import Transcription
@@ -166,12 +168,9 @@ def test_headers_that_do_not_arrive_in_time_get_a_408_and_the_connection_closed(
     monkeypatch.setattr(transport, "HEADERS_S", 0.5)
     app, _ = app_and_token
     with serving(app) as host, raw(host) as sock:  # type: ignore[arg-type]
-        began = time.monotonic()
         sock.sendall(sent)
         got = answer_to(sock)
-        took = time.monotonic() - began
-    assert got.startswith(b"HTTP/1.1 408"), got
-    assert took < 5, f"held {took:.1f} s"
+    assert got.startswith(b"HTTP/1.1 408"), got  # (none: the socket's 10 s timeout fails it)
 
 
 def test_a_json_body_that_stops_arriving_gets_a_408(
@@ -188,27 +187,27 @@ def test_a_json_body_that_stops_arriving_gets_a_408(
     assert b"stopped arriving" in got
 
 
-def test_each_of_one_users_stalled_json_bodies_gets_its_408_on_its_own_clock(
+def test_a_stalled_json_body_gets_its_408_while_its_user_waits_for_a_turn(
     app_and_token: tuple[object, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A user's requests to synchronous routes run one at a time: a stalled body read only
-    once its turn came would hold every later one of that user's for its own timeout too
-    (166 stalled bodies: 1 answered in 25 s)."""
+    """A user's requests to synchronous routes run one at a time. A body read only once its
+    request's turn came was timed only then: 166 stalled bodies of one user, 1 answered in
+    25 s. Here the user's turn never comes, and the stalled body still gets its 408."""
     monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
+
+    @contextlib.asynccontextmanager
+    async def never(self: object, owner: str) -> AsyncIterator[None]:
+        await asyncio.Event().wait()
+        yield
+
+    monkeypatch.setattr(shares.UserShares, "taken", never)
     app, token = app_and_token
-    with serving(app) as host:  # type: ignore[arg-type]
-        socks = [raw(host) for _ in range(6)]
-        began = time.monotonic()
-        for sock in socks:
-            sock.sendall(f"POST /v1/meetings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                         f"{token}\r\nContent-Type: application/json\r\nContent-Length: 200"
-                         '\r\n\r\n{"title": "stalled'.encode())  # fmt: skip
-        answers = [answer_to(sock) for sock in socks]
-        took = time.monotonic() - began
-        for sock in socks:
-            sock.close()
-    assert all(a.startswith(b"HTTP/1.1 408") for a in answers), answers
-    assert took < 2.5, f"the sixth waited {took:.1f} s: the bodies were timed one after another"
+    with serving(app) as host, raw(host) as sock:  # type: ignore[arg-type]
+        sock.sendall(f"POST /v1/meetings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}"
+                     "\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+                     '{"title": "stalled'.encode())  # fmt: skip
+        answer = answer_to(sock)  # (no answer: the socket's 10 s timeout fails the test)
+    assert answer.startswith(b"HTTP/1.1 408"), answer
 
 
 def test_a_kept_alive_connection_gets_the_same_deadline_for_its_next_request(
