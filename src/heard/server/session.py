@@ -249,9 +249,9 @@ def mount(
     async def socket(websocket: WebSocket) -> None:
         token, subprotocol = offered_token(websocket)
         address = client_address(websocket.scope)
-        wait_s = state.failures.wait_s(address) if token else 0
-        if wait_s and not state.tokens.vouched(token):
-            await refuse(websocket, 429, too_many_bad_tokens(wait_s))
+        guessing_s = state.failures.wait_s(address) if token else 0
+        if guessing_s and not state.tokens.vouched(token):
+            await refuse(websocket, 429, too_many_bad_tokens(guessing_s))
             return
         key = digest(token)
         quota = by_token.get(key) if token else None
