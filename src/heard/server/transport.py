@@ -99,9 +99,11 @@ class BoundedHandshake(HttpToolsProtocol):
 
     def _headers_late(self) -> None:
         self._headers_due = None
-        if not self.transport.is_closing():
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete:  # not amid an answer's bytes
             self.transport.write(REQUEST_TIMEOUT)
-            self.transport.close()
+        self.transport.close()
 
     def handle_websocket_upgrade(self) -> None:
         # the lines as uvicorn hands them on: "GET <url> HTTP/1.1\r\n", "name: value\r\n"
