@@ -155,7 +155,7 @@ def serve(
             f"`heard serve` cannot load its server ({e}): reinstall heard (pip install "
             "--force-reinstall --no-deps . in its clone)"
         ) from e
-    from heard.asr.models import check_model_name
+    from heard.asr.models import check_model_name, resolve_device
     from heard.asr.streaming import SPARE_RULES
     from heard.asr.transcribers import load_transcriber
     from heard.asr.whisper import WhisperOptions, load_model
@@ -193,8 +193,10 @@ def serve(
         database.dispose()
         raise
     with sock:  # closed however the start ends (uvicorn closes it too, when it stops)
-        # the files' recognizer (its threads at bulk priority): a model it cannot have fails here
-        load_model(replace(whisper, bulk=True))
+        # the files' recognizer, its threads at bulk priority on a CPU (on a GPU the live
+        # decoders share its one copy): a model it cannot have fails here
+        files = replace(whisper, bulk=resolve_device(whisper.device) == "cpu")
+        load_model(files)
         transcriber = None
         if queue:
             from heard.meetings.celery_app import check_broker, configure
@@ -202,7 +204,7 @@ def serve(
             configure(chosen)
             check_broker()
         else:
-            transcriber = load_transcriber(chosen.transcriber, replace(whisper, bulk=True))
+            transcriber = load_transcriber(chosen.transcriber, files)
         server_settings = ServerSettings(
             database, uploads or data_dir() / "uploads", transcriber=transcriber, queue=queue,
             cors_origins=tuple(origins), whisper=whisper, memory=MemoryParts.from_settings(chosen),
