@@ -29,7 +29,7 @@ from heard.meetings import jobs
 from heard.meetings.run import PipelineOutcome, TrackProgress, run_pipeline
 from heard.meetings.steps import ClaimedTrack, PipelineOptions
 from heard.store.database import Database
-from heard.store.holder import this_holder
+from heard.store.holder import LOCAL, this_holder
 from heard.store.leases import end_lease, judge, renew_lease
 from heard.store.models import MeetingStatus, TrackStatus, utc_now
 from heard.store.runs import accept_run, end_run, runs_of, take_run
@@ -210,12 +210,16 @@ class MeetingRunner:
         """Finish a meeting a process that is gone left off, here or on the workers (no
         per-user bound). A broker or database that is down is logged: the keeper tries
         again."""
-        log.warning("resuming meeting %s, which a process that is gone left off", meeting_id)
         try:
             if self.queue:
+                log.warning("resuming meeting %s on the workers", meeting_id)
                 self._send(meeting_id)
-            elif self.transcriber is not None:
-                accept_run(self.db, meeting_id)
+                return
+            if self.transcriber is None:
+                return
+            if take_run(self.db, meeting_id, this_holder(), LOCAL):  # one of the servers starting
+                log.warning("resuming meeting %s, which a process that is gone left off",
+                            meeting_id)  # fmt: skip
                 self._submit(None, meeting_id)
         except HeardError as e:
             log.error("meeting %s not resumed: %s", meeting_id, e)
