@@ -164,7 +164,9 @@ BOUNDARY = "benchboundary"
 FORM_MB, FORMS, STORAGE_MB = 30, 6, 50
 
 
-def _form_head(host: str, token: str, length: int) -> bytes:
+def form_head(host: str, token: str, length: int) -> bytes:
+    """The start of an OpenAI transcription request whose form is ``length`` bytes, up to
+    its file's first byte."""
     return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer "
             f"{token}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
             f"Content-Length: {length}\r\n\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; "
@@ -197,7 +199,7 @@ def stalled_forms(
     def one(label: str, whole: bool) -> None:
         with socket.create_connection((name, int(port))) as sock:
             sock.settimeout(60)
-            head = _form_head(host, token, length)
+            head = form_head(host, token, length)
             body = bytes(length - len(head) - (0 if whole else 64 * 1024))
             with contextlib.suppress(OSError):  # answered and closed before it was all sent
                 sock.sendall(head + body)

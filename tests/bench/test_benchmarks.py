@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.bench.scripts import load
 from tests.reading import assert_hears
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def load(name: str) -> ModuleType:
-    """Import a bench script the way ``python bench/NAME.py`` sees its neighbours."""
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    module_name = f"bench_{name}"
-    spec = importlib.util.spec_from_file_location(module_name, BENCH / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_transcript_benchmark_runs_on_a_short_conversation(capsys: object) -> None:

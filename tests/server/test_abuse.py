@@ -28,6 +28,7 @@ from heard.speech import Transcription
 from heard.store.database import Database
 from heard.store.users import add_user
 from heard.testing import ScriptedRecognizer
+from tests.bench.scripts import load
 from tests.server.threaded import serving
 
 FLOOD = ("10.0.0.66", 40000)
@@ -173,26 +174,20 @@ def test_headers_that_do_not_arrive_in_time_get_a_408_and_the_connection_closed(
     assert got.startswith(b"HTTP/1.1 408"), got  # (none: the socket's 10 s timeout fails it)
 
 
+def stalled_json(token: str) -> bytes:
+    """A request for a new meeting whose JSON body stops after its first bytes."""
+    return (f"POST /v1/meetings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+            '{"title": "stalled').encode()  # fmt: skip
+
+
+@pytest.mark.parametrize("turn", ["comes", "never comes"])
 def test_a_json_body_that_stops_arriving_gets_a_408(
-    app_and_token: tuple[object, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
-    app, token = app_and_token
-    with serving(app) as host, raw(host) as sock:  # type: ignore[arg-type]
-        sock.sendall(f"POST /v1/meetings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
-                     "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n"
-                     '{"title": "stalled'.encode())  # fmt: skip
-        got = answer_to(sock)
-    assert got.startswith(b"HTTP/1.1 408"), got
-    assert b"stopped arriving" in got
-
-
-def test_a_stalled_json_body_gets_its_408_while_its_user_waits_for_a_turn(
-    app_and_token: tuple[object, str], monkeypatch: pytest.MonkeyPatch
+    app_and_token: tuple[object, str], monkeypatch: pytest.MonkeyPatch, turn: str
 ) -> None:
     """A user's requests to synchronous routes run one at a time. A body read only once its
     request's turn came was timed only then: 166 stalled bodies of one user, 1 answered in
-    25 s. Here the user's turn never comes, and the stalled body still gets its 408."""
+    25 s. Its 408 comes whether the user's turn comes or never does."""
     monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
 
     @contextlib.asynccontextmanager
@@ -200,14 +195,14 @@ def test_a_stalled_json_body_gets_its_408_while_its_user_waits_for_a_turn(
         await asyncio.Event().wait()
         yield
 
-    monkeypatch.setattr(shares.UserShares, "taken", never)
+    if turn == "never comes":
+        monkeypatch.setattr(shares.UserShares, "taken", never)
     app, token = app_and_token
     with serving(app) as host, raw(host) as sock:  # type: ignore[arg-type]
-        sock.sendall(f"POST /v1/meetings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}"
-                     "\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
-                     '{"title": "stalled'.encode())  # fmt: skip
+        sock.sendall(stalled_json(token))
         answer = answer_to(sock)  # (no answer: the socket's 10 s timeout fails the test)
     assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert b"stopped arriving" in answer
 
 
 def test_a_kept_alive_connection_gets_the_same_deadline_for_its_next_request(
@@ -237,17 +232,9 @@ def reply_of(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def multipart_head(host: str, token: str, length: int) -> bytes:
-    """The start of an OpenAI transcription request whose form is ``length`` bytes."""
-    return (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer "
-            f"{token}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
-            f"Content-Length: {length}\r\n\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; "
-            'name="model"\r\n\r\nwhisper-1\r\n'
-            f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; "
-            'filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n').encode()  # fmt: skip
-
-
-BOUNDARY = "heardtestboundary"
+FLOODS = load("floods")
+multipart_head = FLOODS.form_head
+BOUNDARY = FLOODS.BOUNDARY
 
 
 @pytest.fixture
