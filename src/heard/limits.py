@@ -58,10 +58,13 @@ class Bucket:
         self.tokens = burst
         self.at = clock()
 
-    def take(self, n: float) -> bool:
+    def _refill(self) -> None:
         now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
         self.at = now
+
+    def take(self, n: float) -> bool:
+        self._refill()
         if self.tokens < n:
             return False
         self.tokens -= n
@@ -69,9 +72,7 @@ class Bucket:
 
     def wait_s(self, n: float) -> float:
         """How long until ``n`` could be taken (0: now); takes nothing."""
-        now = self.clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
-        self.at = now
+        self._refill()
         return max(0.0, (n - self.tokens) / self.per_s)
 
     def give_back(self, n: float) -> None:
