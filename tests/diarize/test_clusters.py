@@ -267,3 +267,43 @@ def test_the_thresholds_given_are_the_ones_the_clustering_decides_by(
     assert count_speakers(vectors, thresholds=thresholds) == people
     if thresholds is CAMPLUSPLUS_THRESHOLDS:
         assert count_speakers(vectors) == people
+
+
+def test_a_short_pause_with_nobody_else_is_bridged() -> None:
+    from heard.diarize.clusters import bridge_pauses
+
+    a = np.zeros((20, 2), dtype=bool)
+    a[0:5, 0] = a[8:12, 0] = True  # a 3-frame pause: bridged
+    a[15:18, 0] = True  # a 3-frame pause in which speaker 1 talks: kept
+    a[13, 1] = True
+    out = bridge_pauses(a, 3)
+    assert out[:12, 0].all()
+    assert not out[12:15, 0].any()
+    assert (out[:, 1] == a[:, 1]).all()
+    assert not bridge_pauses(a, 2)[5:8, 0].any()  # longer than asked: kept
+
+
+def test_speaker_changes_are_where_a_window_hears_another_local_speaker() -> None:
+    from heard.diarize.clusters import speaker_changes
+
+    act = np.zeros((1, 30, 3), dtype=np.float32)
+    act[0, 2:10, 0] = 1  # local speaker 0, a pause, 0 again, then 1, both, 1 alone, then 2
+    act[0, 12:15, 0] = 1
+    act[0, 15:20, 1] = 1
+    act[0, 18:20, 0] = 1  # over local speaker 1: nobody alone there
+    act[0, 24:28, 2] = 1
+    changes = speaker_changes(act, np.array([0]), 30)
+    assert np.flatnonzero(changes).tolist() == [15, 24]
+
+
+def test_window_disagreement_is_zero_when_the_speakers_follow_the_local_ones() -> None:
+    from heard.diarize.clusters import window_disagreement
+
+    act = np.zeros((1, 100, 3), dtype=np.float32)
+    act[0, :50, 0] = act[0, 50:, 1] = 1
+    apart = np.zeros((100, 2), dtype=bool)
+    apart[:50, 0] = apart[50:, 1] = True
+    assert window_disagreement(act, np.array([0]), apart) == 0.0
+    one = np.zeros((100, 2), dtype=bool)
+    one[:, 0] = True  # both local speakers as one person: half of the frames against it
+    assert window_disagreement(act, np.array([0]), one) == 0.5

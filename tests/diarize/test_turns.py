@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heard.diarize import Diarization, SpeakerTurn, split_words
+from heard.diarize import Diarization, SpeakerTurn, speaker_words, split_words
 from heard.speech import Segment, Word
 
 
@@ -64,3 +64,28 @@ def test_a_segment_of_one_speaker_keeps_the_recognizers_text() -> None:
     seg = Segment(0.0, 1.0, "今日は", (Word(0.0, 0.5, "今日"), Word(0.5, 1.0, "は")))
     d = Diarization((SpeakerTurn(0.0, 1.0, 0),), 1)
     assert split_words([seg], d)[0][0].text == "今日は"
+
+
+def test_words_take_their_times_from_their_speakers_speech() -> None:
+    """Whisper's word edges are off by a tenth of a second or more: each word is cut to its
+    speaker's speech, a short pause inside a turn is the word before it, and a turn starts
+    with its first word and ends with its last."""
+    words = (Word(0.9, 1.5, "so"), Word(1.5, 2.0, "we"), Word(2.4, 3.3, "ship."),
+             Word(3.2, 3.9, "No."))  # fmt: skip
+    d = Diarization((SpeakerTurn(0.6, 3.1, 0), SpeakerTurn(3.1, 3.7, 1)), 2)
+    placed = speaker_words([Segment(0.9, 3.9, "so we ship. No.", words)], d)
+    assert [(w.start, w.end, w.text, k) for w, k in placed] == [
+        (0.6, 1.5, "so", 0), (1.5, 2.4, "we", 0), (2.4, 3.1, "ship.", 0), (3.1, 3.7, "No.", 1),
+    ]  # fmt: skip
+    spoken = split_words([Segment(0.9, 3.9, "so we ship. No.", words)], d)
+    assert [(s.start, s.end, s.text) for s in spoken[0]] == [(0.6, 3.1, "so we ship.")]
+    assert [(s.start, s.end, s.text) for s in spoken[1]] == [(3.1, 3.7, "No.")]
+
+
+def test_a_word_far_from_its_speakers_speech_keeps_its_times() -> None:
+    """A pause longer than WORD_GAP_S is not filled, nor an edge further than EDGE_S; a word
+    over none of its speaker's speech is left where the recognizer put it."""
+    words = (Word(3.0, 3.5, "one"), Word(5.0, 5.5, "two"), Word(20.0, 20.4, "three"))
+    d = Diarization((SpeakerTurn(0.0, 8.0, 0),), 1)
+    placed = speaker_words([Segment(3.0, 20.4, "one two three", words)], d)
+    assert [(w.start, w.end) for w, _ in placed] == [(3.0, 3.5), (5.0, 5.5), (20.0, 20.4)]

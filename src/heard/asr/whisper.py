@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -207,6 +207,34 @@ MIN_WORD_S = 0.1
 anyone speaks (ten words a second); real speech measured took at least 0.2 s a word."""
 
 
+UNSURE_WORDS = 8
+"""Words an English-only model must have heard before its confidence says anything."""
+ENGLISH_CONFIDENCE = 0.55
+"""The mean word probability under which an English-only model did not hear English. tiny.en
+on real speech (issue 72, 46 people and recordings): English 0.71-0.98 (far-field AMI 0.71-0.82,
+telephone calls 0.87-0.89), 11 other languages 0.24-0.61 (German 0.24-0.49, Spanish, Russian,
+Finnish, Greek, Mandarin 0.29-0.34, Japanese 0.54, Mandarin read aloud 0.52 and 0.61), with
+invented English in their place ("I hope you enjoyed this video")."""
+
+
+def english_only_warnings(model: str, segments: Sequence[Segment]) -> tuple[str, ...]:
+    """A warning when an English-only ``model`` made out ``segments``' words with less
+    confidence than English gets (``ENGLISH_CONFIDENCE``): the speech is most likely in
+    another language, and its transcript invented."""
+    sure = [w.probability for s in segments for w in s.words]
+    if len(sure) < UNSURE_WORDS:
+        return ()
+    mean = sum(sure) / len(sure)
+    if mean >= ENGLISH_CONFIDENCE:
+        return ()
+    return (
+        f"this speech may not be English: model {model!r} hears only English, and made out its "
+        f"words with a mean confidence of {mean:.2f} (English gets 0.7 or more), so the text "
+        f"may be invented; for other languages use a multilingual model ({MULTILINGUAL_HINT}, "
+        "then --model base)",
+    )
+
+
 class FasterWhisperTranscriber:
     """Transcribe tracks with faster-whisper; see the module docstring for the guards."""
 
@@ -271,9 +299,10 @@ class FasterWhisperTranscriber:
                 on_progress(end_s, total_s)
         if on_progress is not None:
             on_progress(end_s, end_s)
+        warnings = () if model.multilingual else english_only_warnings(model.name, kept)
         if asked is not None or detected is None:  # given, or the only one an English model knows
-            return Transcription(tuple(kept), asked, None)
-        return Transcription(tuple(kept), *detected)
+            return Transcription(tuple(kept), asked, None, warnings)
+        return Transcription(tuple(kept), *detected, warnings)
 
     def _decode(self, samples: npt.NDArray[np.float32], language: str | None) -> Any:
         o = self.options

@@ -106,8 +106,13 @@ def transcribe_stored(
             f"meeting {short} waits on {', '.join(result.waiting_on)} (still recording, or being"
             f" transcribed by another process); `heard status {short}` shows which"
         )
+    states = track_states(db, meeting.id)
+    for t in states:
+        for warning in t.warnings:
+            console.print(f"warning: {t.participant}: {warning}", markup=False,
+                          highlight=False, soft_wrap=True)  # fmt: skip
     if result.failed:
-        reasons = {t.participant: t.last_error for t in track_states(db, meeting.id)}
+        reasons = {t.participant: t.last_error for t in states}
         lines = "; ".join(f"{name}: {reasons.get(name)}" for name in result.failed)
         raise InputError(
             f"meeting {meeting.id} is stored without its failed tracks ({lines});"

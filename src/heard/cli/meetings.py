@@ -363,5 +363,7 @@ def status(
             f"  {t.participant:<16} {label:<12} attempts {t.attempts}  "
             f"@{t.offset_s:g}s{spoken}  {t.location}{channel}{error}"
         )
+        for warning in t.warnings:
+            typer.echo(f"    warning: {warning}")
     if INTERRUPTED in labels:
         typer.echo(f"`heard transcribe --resume {str(meeting.id)[:8]}` finishes it")

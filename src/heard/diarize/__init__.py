@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from heard.diarize.turns import Diarization, SpeakerTurn, split_words
+from heard.diarize.turns import Diarization, SpeakerTurn, speaker_words, split_words
 from heard.errors import InputError
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ __all__ = [
     "default_diarizer",
     "speaker_count",
     "speaker_labels",
+    "speaker_words",
     "split_words",
 ]
 

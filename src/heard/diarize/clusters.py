@@ -17,6 +17,13 @@ in each frame of one recording. Pure NumPy and SciPy.
 4. Each frame goes to the speaker of the stretch centred nearest it; where the count says
    two talk at once, the second is the speaker whose local speakers (mapped to speakers by
    the frames they talk alone in) are most active there (``frame_speakers``).
+5. A second look (``OnnxDiarizer``, issue 72): a 1.5 s stretch across a quick exchange holds
+   both voices, and two similar voices trading short turns then cluster as one person. The
+   stretches are cut again where a window hears one local speaker give way to another
+   (``speaker_changes``) and clustered; that answer is kept when it counts the same people
+   and the windows' local speakers disagree with it less (``window_disagreement``).
+6. A speaker's pause of up to half a second with nobody else talking is part of the turn
+   (``bridge_pauses``).
 
 Short stretches rather than the segmentation's own local speakers carry the identity: on
 far-field meetings the segmentation model often hears two similar voices in one window as
@@ -36,7 +43,9 @@ The counts and shares here do not depend on it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -44,12 +53,15 @@ import numpy.typing as npt
 __all__ = [
     "CAMPLUSPLUS_THRESHOLDS",
     "Thresholds",
+    "bridge_pauses",
     "cluster",
     "count_speakers",
     "frame_count",
     "frame_speakers",
     "local_speakers",
     "spans",
+    "speaker_changes",
+    "window_disagreement",
 ]
 
 STRAY = 3
@@ -111,14 +123,55 @@ def frame_count(
     return np.rint(mean).astype(np.int64)
 
 
-def spans(count: npt.NDArray[np.int64], length: int, step: int) -> npt.NDArray[np.int64]:
+def speaker_changes(
+    activity: npt.NDArray[np.float32], offsets: npt.NDArray[np.int64], frames: int
+) -> npt.NDArray[np.bool_]:
+    """(frames,) True where the window centred nearest a frame hears a different one of its
+    local speakers talk alone than the last one it heard alone before it."""
+    changes = np.zeros(frames, dtype=bool)
+    if activity.shape[0] == 0 or frames == 0:
+        return changes
+    span = activity.shape[1]
+    centres = offsets + span // 2
+    bounds = np.concatenate([[0], (centres[1:] + centres[:-1]) // 2, [frames]])
+    for w in range(activity.shape[0]):
+        lo, hi = int(max(bounds[w], offsets[w] + 1)), int(min(bounds[w + 1], offsets[w] + span))
+        if hi <= lo:
+            continue
+        act = activity[w]
+        alone = act.sum(axis=1) == 1
+        label = np.where(alone, np.argmax(act, axis=1), -1)
+        seen = np.where(label >= 0, np.arange(span), 0)
+        np.maximum.accumulate(seen, out=seen)
+        filled = np.where(seen > 0, label[seen], label)  # the last label heard alone
+        filled[0] = label[0]
+        change = np.zeros(span, dtype=bool)
+        change[1:] = (filled[1:] != filled[:-1]) & (filled[:-1] >= 0) & (label[1:] >= 0)
+        changes[lo:hi] = change[lo - int(offsets[w]) : hi - int(offsets[w])]
+    return changes
+
+
+def spans(
+    count: npt.NDArray[np.int64],
+    length: int,
+    step: int,
+    cuts: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.int64]:
     """(n, 2) [start, end) frames of stretches of speech: each run of frames with a talker
-    cut into ``length`` frames every ``step`` (the last one ending at the run's end; a
-    shorter run is one stretch)."""
+    (cut also where ``cuts`` is True) cut into ``length`` frames every ``step`` (the last one
+    ending at the run's end; a shorter run is one stretch)."""
     talking = np.concatenate([[0], (count > 0).astype(np.int8), [0]])
     edges = np.flatnonzero(np.diff(talking))
+    runs = list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+    if cuts is not None:
+        at = np.flatnonzero(cuts & (count > 0)).tolist()
+        pieces = []
+        for a, b in runs:
+            bounds = [a, *at[bisect_left(at, a + 1) : bisect_left(at, b)], b]
+            pieces += list(pairwise(bounds))
+        runs = pieces
     out: list[tuple[int, int]] = []
-    for a, b in zip(edges[::2], edges[1::2], strict=True):
+    for a, b in runs:
         start = int(a)
         while start + length < b:
             out.append((start, start + length))
@@ -326,3 +379,52 @@ def frame_speakers(
                 active[f, who] = True
                 need -= 1
     return active
+
+
+def window_disagreement(
+    activity: npt.NDArray[np.float32],
+    offsets: npt.NDArray[np.int64],
+    active: npt.NDArray[np.bool_],
+    heard_for: int = 30,
+) -> float:
+    """How much who talks in each frame (``active``) goes against the segmentation's windows,
+    which tell their local speakers apart well even where speaker vectors do not (similar
+    voices, telephone audio): of the frames where a window hears one local speaker alone (one
+    heard alone for ``heard_for`` frames or more), the share not given to that local
+    speaker's usual speaker in the window, or given to the same speaker as another local
+    speaker's (the fewer of the two). 0 when every window agrees."""
+    frames = active.shape[0]
+    first = np.where(active.any(axis=1), np.argmax(active, axis=1), -1)
+    against = total = 0
+    for w in range(activity.shape[0]):
+        lo = int(offsets[w])
+        act = activity[w][: max(0, min(activity.shape[1], frames - lo))]
+        alone = act * (act.sum(axis=1, keepdims=True) == 1)
+        mine = first[lo : lo + len(act)]
+        usual: dict[int, int] = {}  # speaker: frames of the local speaker it is usual for
+        for j in range(act.shape[1]):
+            got = mine[(alone[:, j] > 0) & (mine >= 0)]
+            if len(got) < heard_for:
+                continue
+            counts = np.bincount(got)
+            k = int(np.argmax(counts))
+            total += len(got)
+            against += len(got) - int(counts[k])
+            if k in usual:  # two local speakers, one speaker
+                against += min(int(counts[k]), usual[k])
+            usual[k] = max(int(counts[k]), usual.get(k, 0))
+    return against / max(total, 1)
+
+
+def bridge_pauses(active: npt.NDArray[np.bool_], most: int) -> npt.NDArray[np.bool_]:
+    """``active`` (frames, speakers) with each speaker's pauses of at most ``most`` frames
+    filled where nobody else talks in them."""
+    out = active.copy()
+    anyone: npt.NDArray[np.bool_] = np.asarray(active.any(axis=1))
+    for k in range(active.shape[1]):
+        col = np.concatenate([[False], active[:, k], [False]])
+        edges = np.flatnonzero(np.diff(col.astype(np.int8)))
+        for b, a in zip(edges[1:-1:2], edges[2::2], strict=True):  # a pause: frames [b, a)
+            if a - b <= most and not anyone[b:a].any():
+                out[b:a, k] = True
+    return out

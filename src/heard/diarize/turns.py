@@ -16,8 +16,14 @@ from typing import Any
 
 from heard.speech import Segment, Word
 
-__all__ = ["Diarization", "SpeakerTurn", "TurnIndex", "split_words"]
+__all__ = ["Diarization", "SpeakerTurn", "TurnIndex", "speaker_words", "split_words"]
 
+EDGE_S = 1.0
+"""A stretch of a speaker's speech starts with its first word, and ends with its last, when
+they are at most this far apart (``speaker_words``)."""
+WORD_GAP_S = 1.0
+"""A pause between two words of one stretch of a speaker's speech at most this long is the
+first word's (``speaker_words``)."""
 NEAREST_TURN_S = 1.0
 """A word that overlaps no turn goes to the nearest one within this distance; further away
 it goes to the speaker of the word before it (or after, for the first words)."""
@@ -90,11 +96,10 @@ class TurnIndex:
         return None if nearest is None else nearest[1]
 
 
-def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[int, list[Segment]]:
-    """Each speaker's segments: the recognizer's segments cut wherever the speaker of their
-    words changes (a segment kept whole keeps the recognizer's text). A segment without word
-    times goes whole to the speaker its span overlaps most. A word near no turn goes to the
-    speaker before it (or after it, at the start). Speakers who got no words are left out."""
+def _pieces(segments: Sequence[Segment], diarization: Diarization) -> list[tuple[int, Word, int]]:
+    """(segment index, word, speaker) of every word: the speaker whose turns the word
+    overlaps most (a segment without word times is one word); a word near no turn goes to
+    the speaker before it (or after it, at the start)."""
     index = TurnIndex(diarization.turns)
     pieces = [
         (i, word)
@@ -105,6 +110,76 @@ def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[i
     known = next((k for k in who if k is not None), index.first)
     for n, k in enumerate(who):  # a word near no turn: the speaker before it
         known = who[n] = known if k is None else k
+    return _placed([(i, w, k) for (i, w), k in zip(pieces, who, strict=True)], index)  # type: ignore[misc]
+
+
+def speaker_words(segments: Sequence[Segment], diarization: Diarization) -> list[tuple[Word, int]]:
+    """Every word of ``segments`` with its speaker, in order: the one decision both the
+    stored segments (``split_words``) and the transcript's words are made of."""
+    return [(word, k) for _, word, k in _pieces(segments, diarization)]
+
+
+def _placed(pieces: list[tuple[int, Word, int]], index: TurnIndex) -> list[tuple[int, Word, int]]:
+    """The words' times put on their speaker's speech, as the diarizer heard it (Whisper's
+    word times are found from attention, and are often off by a tenth of a second or more at
+    the edges of speech):
+
+    * a word is cut to the stretch of its speaker's speech it overlaps most;
+    * within one stretch, a word's end is moved on to the start of its speaker's next word
+      when the pause between them is at most ``WORD_GAP_S`` (the diarizer heard no change
+      of speaker and no silence long enough to end the turn), and the first word of a
+      stretch starts, and its last ends, with the stretch when that is at most ``EDGE_S``
+      away.
+
+    Words over no stretch of their speaker's keep their times."""
+    out = list(pieces)
+    where: list[tuple[int, int] | None] = []  # (speaker, stretch) of each word
+    for n, (i, word, k) in enumerate(pieces):
+        starts, ends = index.spans.get(k, ([], []))
+        j = bisect.bisect_left(starts, word.end) - 1
+        best, best_j = 0.0, -1
+        while j >= 0 and ends[j] > word.start:
+            overlap = min(word.end, ends[j]) - max(word.start, starts[j])
+            if overlap > best:
+                best, best_j = overlap, j
+            j -= 1
+        if best_j < 0:
+            where.append(None)
+            continue
+        where.append((k, best_j))
+        a, b = max(word.start, starts[best_j]), min(word.end, ends[best_j])
+        out[n] = (i, Word(a, b, word.text, word.probability), k)
+    last: dict[tuple[int, int], int] = {}  # the latest word seen in each stretch
+    for n, key in enumerate(where):
+        if key is None:
+            continue
+        k, j = key
+        starts, ends = index.spans[k]
+        i, word, _ = out[n]
+        before = last.get(key)
+        if before is None:
+            if word.start - starts[j] <= EDGE_S:
+                word = Word(starts[j], word.end, word.text, word.probability)
+        else:
+            bi, bw, _ = out[before]
+            if 0 < word.start - bw.end <= WORD_GAP_S:
+                out[before] = (bi, Word(bw.start, word.start, bw.text, bw.probability), k)
+        out[n] = (i, word, k)
+        last[key] = n
+    for (k, j), n in last.items():
+        i, word, _ = out[n]
+        if 0 < index.spans[k][1][j] - word.end <= EDGE_S:
+            out[n] = (i, Word(word.start, index.spans[k][1][j], word.text, word.probability), k)
+    return out
+
+
+def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[int, list[Segment]]:
+    """Each speaker's segments: the recognizer's segments cut wherever the speaker of their
+    words changes (a segment kept whole keeps the recognizer's text), each word's speaker as
+    ``speaker_words`` gives it. Speakers who got no words are left out."""
+    triples = _pieces(segments, diarization)
+    pieces = [(i, word) for i, word, _ in triples]
+    who = [k for _, _, k in triples]
     out: dict[int, list[Segment]] = {}
     n = 0
     while n < len(pieces):
@@ -113,15 +188,20 @@ def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[i
             m += 1
         segment = segments[pieces[n][0]]
         words = [word for _, word in pieces[n:m]]
-        whole = len(words) == max(1, len(segment.words))
         speaker = who[n]
-        assert speaker is not None
-        out.setdefault(speaker, []).append(segment if whole else _segment(words))
+        if not segment.words:  # one piece, its time as placed
+            part = Segment(words[0].start, words[0].end, segment.text, (), segment.avg_logprob)
+        elif len(words) == len(segment.words):  # kept whole: the recognizer's text
+            part = Segment(words[0].start, words[-1].end, segment.text, tuple(words),
+                           segment.avg_logprob)  # fmt: skip
+        else:
+            part = _segment(words, segment.avg_logprob)
+        out.setdefault(speaker, []).append(part)
         n = m
     return out
 
 
-def _segment(words: list[Word]) -> Segment:
+def _segment(words: list[Word], avg_logprob: float | None) -> Segment:
     """A part of a segment: its words, joined by spaces (Whisper's words carry no spaces)."""
     text = " ".join(w.text for w in words).strip()
-    return Segment(words[0].start, words[-1].end, text, tuple(words))
+    return Segment(words[0].start, words[-1].end, text, tuple(words), avg_logprob)

@@ -141,6 +141,7 @@ def transcribe_claimed(
     return record_outcome(
         db, claim, clock(), segments=segments, transcriber=transcriber.name,
         language=heard.language, language_probability=heard.language_probability,
+        warnings=heard.warnings,
     )  # fmt: skip
 
 

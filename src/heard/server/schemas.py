@@ -144,6 +144,9 @@ class TrackOut(BaseModel):
     """``auto`` or a number for a recording of several people; null for one's own track."""
     speakers_found: int | None = None
     """How many speakers its diarization found, once made."""
+    warnings: list[str] = []
+    """What its transcription warned of (speech an English-only model could not make out as
+    English), once done."""
 
 
 class MeetingOut(BaseModel):
@@ -317,6 +320,21 @@ EXPORTED_JSON = {
             "start_at": {"type": "string", "format": "date-time"},
             "end_at": {"type": "string", "format": "date-time"},
             "language": {"type": "string"},
+            "words": {
+                "type": "array",
+                "description": "Its words, when the recognizer timed them.",
+                "items": {
+                    "type": "object",
+                    "required": ["word", "start", "end", "probability", "speaker"],
+                    "properties": {
+                        "word": {"type": "string"},
+                        "start": {"type": "number", "description": "Seconds from the start."},
+                        "end": {"type": "number"},
+                        "probability": {"type": "number"},
+                        "speaker": {"type": "string", "description": "The participant."},
+                    },
+                },
+            },
         },
     },
 }

@@ -178,6 +178,8 @@ class AudioTrack(Base):
     diarization: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """Who spoke when (``heard.diarize.Diarization.to_json``), kept as soon as it is made: a
     run that dies while transcribing resumes without diarizing again."""
+    warnings: Mapped[list[str] | None] = mapped_column(JSON)
+    """What its transcription warned of (``heard.speech.Transcription.warnings``), once done."""
 
     participant: Mapped[Participant] = relationship(back_populates="tracks")
 
@@ -198,6 +200,9 @@ class Phrase(Base):
     text: Mapped[str] = mapped_column(Text)
     start_at: Mapped[datetime]
     end_at: Mapped[datetime]
+    words: Mapped[list[list[Any]] | None] = mapped_column(JSON)
+    """``[start s, end s, text, probability]`` of each word, seconds from the meeting start;
+    None for phrases stored before words were kept, or from segments without word times."""
 
     participant: Mapped[Participant] = relationship()
 

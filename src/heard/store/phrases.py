@@ -161,6 +161,7 @@ def store_phrases(
                 text=d.text,
                 start_at=t0 + timedelta(seconds=d.start),
                 end_at=t0 + timedelta(seconds=d.end),
+                words=[[w.start, w.end, w.text, round(w.probability, 4)] for w in d.words] or None,
             )
             for i, d in enumerate(drafts)
         )

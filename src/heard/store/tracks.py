@@ -15,6 +15,7 @@ the table allows, each in one transaction.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -288,6 +289,7 @@ def record_outcome(
     transcriber: str,
     language: str | None = None,
     language_probability: float | None = None,
+    warnings: Sequence[str] = (),
     error: str | None = None,
     retry: bool = False,
     given_back: bool = False,
@@ -307,7 +309,8 @@ def record_outcome(
     elif error is None:
         values |= {"status": S.DONE, "segments": segments, "transcriber": transcriber,
                    "last_error": None, "language": language,
-                   "language_probability": language_probability}  # fmt: skip
+                   "language_probability": language_probability,
+                   "warnings": list(warnings) or None}  # fmt: skip
     else:
         values |= {"status": S.PENDING if retry else S.FAILED, "last_error": error}
     with db.session() as s:

@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from heard.speech import Word
 from heard.store.database import Database
 from heard.store.ids import resolve_meeting_id
 from heard.store.models import (
@@ -80,6 +81,8 @@ class TrackState:
     """``auto`` or a number for a recording of several people; None for one's own track."""
     speakers_found: int | None = None
     """How many speakers its diarization found, once made."""
+    warnings: tuple[str, ...] = ()
+    """What its transcription warned of, once done."""
 
     @property
     def language_label(self) -> str:
@@ -173,6 +176,7 @@ def _track_states(s: Session, mid: uuid.UUID) -> list[TrackState]:
             t.language_probability,
             t.speakers,
             (t.diarization or {}).get("speakers"),
+            tuple(t.warnings or ()),
         )
         for t, name in rows
     ]
@@ -211,6 +215,7 @@ def _phrases(s: Session, meeting: Meeting) -> list[TimedPhrase]:
             p.start_at,
             p.end_at,
             languages.get(p.participant_id),
+            tuple(Word(*w) for w in p.words or ()),
         )
         for p, name in rows
     ]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from heard.registry import Registry
+from heard.speech import Word
 from heard.storable import BIDI_CONTROLS
 
 __all__ = ["FORMATS", "SpokenLanguage", "TimedPhrase", "TranscriptDoc", "render"]
@@ -46,6 +47,8 @@ class TimedPhrase:
     end_at: datetime | None = None
     language: str | None = None
     """The language of the speaker's track, when known."""
+    words: tuple[Word, ...] = ()
+    """Its words, seconds from the meeting start, when the recognizer timed them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,12 @@ def render_json(doc: TranscriptDoc) -> str:
             item["end_at"] = p.end_at.isoformat()
         if p.language is not None:
             item["language"] = p.language
+        if p.words:
+            item["words"] = [
+                {"word": w.text.strip(), "start": round(w.start, 3), "end": round(w.end, 3),
+                 "probability": round(w.probability, 4), "speaker": p.participant}
+                for w in p.words
+            ]  # fmt: skip
         out.append(item)
     return json.dumps(out, ensure_ascii=False, indent=1) + "\n"
 

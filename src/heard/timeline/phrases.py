@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from heard.speech import Segment
+from heard.speech import Segment, Word
 
 __all__ = [
     "INTERJECTION_THRESHOLD_S",
@@ -61,6 +61,8 @@ class PhraseDraft:
     start: float
     end: float
     text: str
+    words: tuple[Word, ...] = ()
+    """Its words with their times on the meeting timeline, when the recognizer gave them."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -71,17 +73,25 @@ class PhraseDraft:
         }
 
 
-def _placed(tracks: Mapping[str, Track]) -> list[tuple[int, int, str, int, str]]:
-    """(start ms, end ms, participant, index, text) on the meeting timeline, in timeline
-    order; each written time and offset is taken to the millisecond before they are added."""
+def _placed(tracks: Mapping[str, Track]) -> list[tuple[int, int, str, int, str, tuple[Word, ...]]]:
+    """(start ms, end ms, participant, index, text, words) on the meeting timeline, in
+    timeline order; each written time and offset is taken to the millisecond before they are
+    added."""
     rows = [
         (_ms(seg.start) + _ms(track.offset_s), _ms(seg.end) + _ms(track.offset_s),
-         participant, index, seg.text)
+         participant, index, seg.text, _words(seg.words, _ms(track.offset_s)))
         for participant, track in tracks.items()
         for index, seg in enumerate(track.segments)
     ]  # fmt: skip
-    rows.sort()
+    rows.sort(key=lambda r: r[:4])
     return rows
+
+
+def _words(words: Sequence[Word], offset_ms: int) -> tuple[Word, ...]:
+    def placed(seconds: float) -> float:
+        return (_ms(seconds) + offset_ms) / 1000
+
+    return tuple(Word(placed(w.start), placed(w.end), w.text, w.probability) for w in words)
 
 
 @dataclass(slots=True)
@@ -91,6 +101,7 @@ class _Open:
     end: int
     """Milliseconds on the meeting timeline."""
     texts: list[str]
+    words: list[Word]
 
     def draft(self) -> PhraseDraft:
         texts = self.texts
@@ -98,7 +109,9 @@ class _Open:
             text = texts[0].strip()
         else:
             text = " ".join(filter(None, map(str.strip, texts)))
-        return PhraseDraft(self.participant, self.start / 1000, self.end / 1000, text)
+        return PhraseDraft(
+            self.participant, self.start / 1000, self.end / 1000, text, tuple(self.words)
+        )
 
 
 def build_phrases(
@@ -115,26 +128,28 @@ def build_phrases(
     rows = _placed(tracks)
     i, n = 0, len(rows)
     while i < n:
-        start, end, who, _, text = rows[i]
-        texts = [text]
+        start, end, who, _, text, spoken = rows[i]
+        texts, words = [text], list(spoken)
         j = i + 1
         while j < n and rows[j][2] == who:  # a run: consecutive segments of one participant
             row = rows[j]
             if row[1] > end:
                 end = row[1]
             texts.append(row[4])
+            words += row[5]
             j += 1
         i = j
         if current is not None and who == current.participant:
             if end > current.end:
                 current.end = end
             current.texts += texts
+            current.words += words
         elif current is not None and end - start < threshold_ms:
-            done.append(_Open(who, start, end, texts))  # an interjection; the open phrase stays
+            done.append(_Open(who, start, end, texts, words))  # an interjection; stays open
         else:
             if current is not None:
                 done.append(current)
-            current = _Open(who, start, end, texts)
+            current = _Open(who, start, end, texts, words)
     if current is not None:
         done.append(current)
     drafts = [p.draft() for p in done]

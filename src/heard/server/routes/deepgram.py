@@ -43,6 +43,7 @@ from fastapi.responses import JSONResponse
 from heard.asr.audio import check_duration, measure_audio
 from heard.asr.streaming import strip_punctuation
 from heard.asr.whisper import FasterWhisperTranscriber, load_model
+from heard.diarize.turns import Diarization, speaker_words
 from heard.errors import (
     AudioError,
     BusyError,
@@ -215,14 +216,18 @@ def _transcribe(
         channels = range(info.channels) if asked["multichannel"] else [None]
         heard = [transcriber.transcribe(path, channel=c, language=language, on_progress=watched)
                  for c in channels]  # fmt: skip
-        speakers = _speakers(path) if asked["diarize"] else None
+        found_turns = _diarize(path) if asked["diarize"] else None
     sha = _sha256(path)
     model = params.get("model", settings.whisper.model_name)[:80]
     model_uuid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"heard:{model}"))
     results: dict[str, Any] = {"channels": []}
     all_words: list[dict[str, Any]] = []
     for c, transcription in enumerate(heard):
-        words = [_word(w, speakers) for s in transcription.segments for w in s.words]
+        if found_turns is None:
+            words = [_word(w, None) for s in transcription.segments for w in s.words]
+        else:  # the speakers and times heard's own transcript gives its words
+            words = [_word(w, k) for w, k in speaker_words(transcription.segments, found_turns)
+                     if w.text.strip()]  # fmt: skip
         alternative: dict[str, Any] = {
             "transcript": _text(transcription.segments, punctuated),
             "confidence": _confidence(words),
@@ -238,19 +243,21 @@ def _transcribe(
         all_words += [{**w, "channel": c} for w in words]
     if asked["utterances"]:
         results["utterances"] = _utterances(all_words, split_s)
-    return {
-        "metadata": {
-            "transaction_key": "deprecated",
-            "request_id": "",
-            "sha256": sha,
-            "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "duration": round(info.duration_s or 0.0, 3),
-            "channels": len(heard),
-            "models": [model_uuid],
-            "model_info": {model_uuid: {"name": model, "version": "heard", "arch": "whisper"}},
-        },
-        "results": results,
+    metadata: dict[str, Any] = {
+        "transaction_key": "deprecated",
+        "request_id": "",
+        "sha256": sha,
+        "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "duration": round(info.duration_s or 0.0, 3),
+        "channels": len(heard),
+        "models": [model_uuid],
+        "model_info": {model_uuid: {"name": model, "version": "heard", "arch": "whisper"}},
     }
+    warned = [w for transcription in heard for w in transcription.warnings]
+    if warned:  # Deepgram's own shape for what a reader should know
+        metadata["warnings"] = [{"parameter": "model", "type": "unsupported_language",
+                                 "message": w} for w in dict.fromkeys(warned)]  # fmt: skip
+    return {"metadata": metadata, "results": results}
 
 
 def _sha256(path: Path) -> str:
@@ -268,16 +275,14 @@ def _number(value: str | None) -> bool:
         return False
 
 
-def _speakers(path: Path) -> Any:
-    """Who said each word, from heard's diarizer."""
+def _diarize(path: Path) -> Diarization:
+    """Who spoke when, from heard's diarizer."""
     from heard.diarize import default_diarizer
-    from heard.diarize.turns import TurnIndex
 
-    diarization = default_diarizer().diarize(path)
-    return TurnIndex(diarization.turns)
+    return default_diarizer().diarize(path)
 
 
-def _word(w: Word, speakers: Any) -> dict[str, Any]:
+def _word(w: Word, speaker: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "word": strip_punctuation(w.text),
         "start": w.start,
@@ -285,10 +290,9 @@ def _word(w: Word, speakers: Any) -> dict[str, Any]:
         "confidence": w.probability,
         "punctuated_word": w.text,
     }
-    if speakers is not None:
-        who = speakers.speaker_of(w)
-        out["speaker"] = who if who is not None else 0
-        out["speaker_confidence"] = 1.0 if who is not None else 0.0
+    if speaker is not None:
+        out["speaker"] = speaker
+        out["speaker_confidence"] = 1.0
     return out
 
 

@@ -83,6 +83,7 @@ def _meeting_out(db: Database, meeting_id: uuid.UUID, owner: str) -> MeetingOut:
             language_asked=t.language_asked,
             speakers=t.speakers,
             speakers_found=t.speakers_found,
+            warnings=list(t.warnings),
         )
         for t in stands.tracks
     ]
