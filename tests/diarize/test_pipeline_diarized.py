@@ -69,6 +69,12 @@ def test_speakers_become_participants_and_an_interjection_stays_its_own_phrase(
     ana, yeah = got[0], got[1]
     assert ana[1] < yeah[1] < yeah[2] < ana[2]
     assert fake.calls == [("call.wav", None)]
+    # each phrase keeps its words, timed on the speaker's speech, for the JSON transcript
+    stored = meeting_phrases(db, meeting_id)
+    assert [w.text for w in stored[1].words] == ["yeah", "right"]
+    assert [(w.start, w.end) for w in stored[1].words] == [(3.0, 3.4), (3.4, 3.75)]
+    assert " ".join(w.text for w in stored[0].words) == stored[0].text
+    assert all(stored[0].start_s <= w.start < w.end <= stored[0].end_s for w in stored[0].words)
 
 
 class Crash(BaseException):

@@ -136,3 +136,16 @@ def test_markdown_and_text_keep_each_phrase_on_its_own_line() -> None:
     assert "\x1b" not in txt + "".join(md)
     # JSON keeps what was stored, escaped as JSON escapes it
     assert json.loads(render(FORGED, "json"))[0]["participant"] == CUE
+
+
+def test_json_carries_each_phrases_words_with_times_and_speaker() -> None:
+    from heard.speech import Word
+
+    words = (Word(1.0, 1.4, " Hi", 0.9), Word(1.4, 2.0, " there.", 0.81234))
+    said = TimedPhrase("ana", 1.0, 2.0, "Hi there.", words=words)
+    out = json.loads(render(TranscriptDoc([said, TimedPhrase("bob", 3.0, 4.0, "Yes.")]), "json"))
+    assert out[0]["words"] == [
+        {"word": "Hi", "start": 1.0, "end": 1.4, "probability": 0.9, "speaker": "ana"},
+        {"word": "there.", "start": 1.4, "end": 2.0, "probability": 0.8123, "speaker": "ana"},
+    ]
+    assert "words" not in out[1]  # a phrase without timed words has none
