@@ -78,7 +78,9 @@ class CamPlusPlus:
 
     @cached_property
     def _session(self) -> Any:
-        return onnx_session(self.path, self.threads, what="diarization", model="speaker embedder")
+        return onnx_session(
+            self.path, self.threads, what="diarization", model="speaker embedder", spin=False
+        )
 
     def prepare(self) -> None:
         """Load the model now, so a broken install fails before any work."""

@@ -136,8 +136,9 @@ class OnnxDiarizer:
     @cached_property
     def _segmentation(self) -> Any:
         return onnx_session(
-            model_files()[0], self.threads, what="diarization", model="segmentation model"
-        )
+            model_files()[0], self.threads, what="diarization", model="segmentation model",
+            spin=False,
+        )  # fmt: skip
 
     def prepare(self) -> None:
         """Load both models now: a missing package fails here, before work is stored."""
