@@ -294,6 +294,10 @@ def test_speaker_changes_are_where_a_window_hears_another_local_speaker() -> Non
     act[0, 24:28, 2] = 1
     changes = speaker_changes(act, np.array([0]), 30)
     assert np.flatnonzero(changes).tolist() == [15, 24]
+    first = np.zeros((1, 10, 3), dtype=np.float32)
+    first[0, 0, 0] = 1  # heard alone only at the window's first frame, then someone else
+    first[0, 3:6, 1] = 1
+    assert np.flatnonzero(speaker_changes(first, np.array([0]), 10)).tolist() == [3]
 
 
 def test_window_disagreement_is_zero_when_the_speakers_follow_the_local_ones() -> None:

@@ -98,6 +98,16 @@ def test_record_writes_only_over_the_claim_it_belongs_to(db: Database) -> None:
     assert track_states(db, mid)[0].last_error == "GPU lost"
 
 
+def test_new_audio_leaves_none_of_the_old_transcriptions_warnings(db: Database) -> None:
+    mid, tid = track_in(db, TrackStatus.TRANSCRIBING, attempts=1)
+    claim = ClaimedTrack(tid, "ana", "a.wav", None, attempts=1)
+    record_outcome(db, claim, LATER, segments=[], transcriber="fake",
+                   warnings=["this speech may not be English"])  # fmt: skip
+    assert track_states(db, mid)[0].warnings == ("this speech may not be English",)
+    upload_track(db, tid, "english.wav")
+    assert track_states(db, mid)[0].warnings == ()
+
+
 def test_upload_starts_a_finished_track_over_and_a_running_one_refuses(db: Database) -> None:
     mid, tid = track_in(db, TrackStatus.DONE, attempts=2)
     upload_track(db, tid, "again.wav")

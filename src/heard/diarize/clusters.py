@@ -141,10 +141,9 @@ def speaker_changes(
         act = activity[w]
         alone = act.sum(axis=1) == 1
         label = np.where(alone, np.argmax(act, axis=1), -1)
-        seen = np.where(label >= 0, np.arange(span), 0)
+        seen = np.where(label >= 0, np.arange(span), -1)
         np.maximum.accumulate(seen, out=seen)
-        filled = np.where(seen > 0, label[seen], label)  # the last label heard alone
-        filled[0] = label[0]
+        filled = np.where(seen >= 0, label[np.maximum(seen, 0)], -1)  # the last heard alone
         change = np.zeros(span, dtype=bool)
         change[1:] = (filled[1:] != filled[:-1]) & (filled[:-1] >= 0) & (label[1:] >= 0)
         changes[lo:hi] = change[lo - int(offsets[w]) : hi - int(offsets[w])]

@@ -136,11 +136,11 @@ def _placed(pieces: list[tuple[int, Word, int]], index: TurnIndex) -> list[tuple
     where: list[tuple[int, int] | None] = []  # (speaker, stretch) of each word
     for n, (i, word, k) in enumerate(pieces):
         starts, ends = index.spans.get(k, ([], []))
-        j = bisect.bisect_left(starts, word.end) - 1
-        best, best_j = 0.0, -1
-        while j >= 0 and ends[j] > word.start:
+        j = bisect.bisect_right(starts, word.end) - 1
+        best, best_j = -1.0, -1
+        while j >= 0 and ends[j] >= word.start:  # a word of no length is in the one it is in
             overlap = min(word.end, ends[j]) - max(word.start, starts[j])
-            if overlap > best:
+            if overlap > best and (overlap > 0 or starts[j] <= word.start <= ends[j]):
                 best, best_j = overlap, j
             j -= 1
         if best_j < 0:
@@ -189,11 +189,11 @@ def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[i
         segment = segments[pieces[n][0]]
         words = [word for _, word in pieces[n:m]]
         speaker = who[n]
+        start, end = min(w.start for w in words), max(w.end for w in words)
         if not segment.words:  # one piece, its time as placed
-            part = Segment(words[0].start, words[0].end, segment.text, (), segment.avg_logprob)
+            part = Segment(start, end, segment.text, (), segment.avg_logprob)
         elif len(words) == len(segment.words):  # kept whole: the recognizer's text
-            part = Segment(words[0].start, words[-1].end, segment.text, tuple(words),
-                           segment.avg_logprob)  # fmt: skip
+            part = Segment(start, end, segment.text, tuple(words), segment.avg_logprob)
         else:
             part = _segment(words, segment.avg_logprob)
         out.setdefault(speaker, []).append(part)
@@ -204,4 +204,5 @@ def split_words(segments: Sequence[Segment], diarization: Diarization) -> dict[i
 def _segment(words: list[Word], avg_logprob: float | None) -> Segment:
     """A part of a segment: its words, joined by spaces (Whisper's words carry no spaces)."""
     text = " ".join(w.text for w in words).strip()
-    return Segment(words[0].start, words[-1].end, text, tuple(words), avg_logprob)
+    start, end = min(w.start for w in words), max(w.end for w in words)
+    return Segment(start, end, text, tuple(words), avg_logprob)

@@ -153,7 +153,8 @@ def upload_track(db: Database, track_id: uuid.UUID, location: str) -> str:
             values: dict[str, Any] = {"location": location, "diarization": None}
             if status in TRANSITIONS["upload"][0]:
                 values |= {"status": S.PENDING, "attempts": 0, "last_error": None, "segments": None,
-                           "language": None, "language_probability": None}  # fmt: skip
+                           "language": None, "language_probability": None,
+                           "warnings": None}  # fmt: skip
             result = s.execute(
                 update(AudioTrack)
                 .where(

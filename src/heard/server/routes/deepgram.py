@@ -226,8 +226,7 @@ def _transcribe(
         if found_turns is None:
             words = [_word(w, None) for s in transcription.segments for w in s.words]
         else:  # the speakers and times heard's own transcript gives its words
-            words = [_word(w, k) for w, k in speaker_words(transcription.segments, found_turns)
-                     if w.text.strip()]  # fmt: skip
+            words = [_word(w, k) for w, k in speaker_words(transcription.segments, found_turns)]
         alternative: dict[str, Any] = {
             "transcript": _text(transcription.segments, punctuated),
             "confidence": _confidence(words),
