@@ -45,6 +45,8 @@ def test_german_through_tiny_en_warns_and_english_does_not(tmp_path: Path) -> No
     assert "--model base" in german.stderr
     status = runner.invoke(app, ["status", german.stderr.split()[1], "--db", db])
     assert "warning: this speech may not be English" in status.stdout
+    exported = runner.invoke(app, ["export", german.stderr.split()[1], "--db", db, "-f", "md"])
+    assert "> Warning, anna: this speech may not be English" in exported.stdout
     english = runner.invoke(app, ["transcribe", f"jfk={DATA / 'audio' / 'jfk.flac'}", "--db", db])
     assert english.exit_code == 0, english.output
     assert "warning" not in english.stderr

@@ -149,3 +149,12 @@ def test_json_carries_each_phrases_words_with_times_and_speaker() -> None:
         {"word": "there.", "start": 1.4, "end": 2.0, "probability": 0.8123, "speaker": "ana"},
     ]
     assert "words" not in out[1]  # a phrase without timed words has none
+
+
+def test_a_tracks_warnings_are_in_webvtt_and_markdown() -> None:
+    said = {"ana": ["this speech may not be English --> use base"]}
+    doc = TranscriptDoc([TimedPhrase("ana", 0.0, 1.0, "Hallo.")], "call", warnings=said)
+    vtt = render(doc, "vtt")
+    assert "NOTE Warning, ana: this speech may not be English --&gt; use base" in vtt
+    assert "> Warning, ana: this speech may not be English" in render(doc, "md")
+    assert "Warning" not in render(replace(doc, warnings={}), "vtt")

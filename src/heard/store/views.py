@@ -237,7 +237,8 @@ class MeetingRecord:
             for t in self.tracks
             if t.language is not None
         }
-        return TranscriptDoc(self.phrases, m.title, m.started_at, str(m.id), languages)
+        warnings = {t.participant: t.warnings for t in self.tracks if t.warnings}
+        return TranscriptDoc(self.phrases, m.title, m.started_at, str(m.id), languages, warnings)
 
 
 def meeting_record(

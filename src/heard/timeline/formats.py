@@ -9,6 +9,8 @@ in a ``Language:`` header (one language) or a ``<lang>`` span on every cue (seve
 ``NOTE`` naming each participant's language and how it was found; SubRip, which has no header,
 beside the speaker's name when a meeting has more than one language (one file, one language
 otherwise: players take it from the file name, ``meeting.es.srt``); Markdown under the title.
+A track's warnings (an English-only model on other speech) go where the languages do, in
+WebVTT and Markdown; the other formats have no place for them (the CLI and the API say them).
 
 What a format's syntax gives meaning to never comes from a name, a title or a phrase: every
 such string is written on one line (line breaks and other control characters become one
@@ -70,6 +72,13 @@ class TranscriptDoc:
     meeting_id: str | None = None
     languages: Mapping[str, SpokenLanguage] = field(default_factory=dict)
     """Each participant's language, when known."""
+    warnings: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """What each track's transcription warned of, by its participant (WebVTT writes them in
+    a ``NOTE``, Markdown under the title)."""
+
+    def warning_lines(self) -> list[str]:
+        return [f"Warning, {name}: {w}" for name, said in sorted(self.warnings.items())
+                for w in said]  # fmt: skip
 
     @property
     def language_codes(self) -> set[str]:
@@ -169,6 +178,7 @@ def render_vtt(doc: TranscriptDoc) -> str:
     blocks = [header]
     if doc.languages:
         blocks.append(f"NOTE {_vtt_escape(doc.languages_line())}\n")
+    blocks += [f"NOTE {_vtt_escape(line)}\n" for line in doc.warning_lines()]
 
     def text(p: TimedPhrase) -> str:
         escaped = _vtt_escape(p.text)
@@ -190,6 +200,8 @@ def render_md(doc: TranscriptDoc) -> str:
         lines += [f"*{doc.started_at.isoformat(timespec='seconds')}*", ""]
     if doc.languages:
         lines += [f"*{_md(doc.languages_line())}*", ""]
+    for line in doc.warning_lines():
+        lines += [f"> {_md(line)}", ""]
     for p in doc.phrases:
         lines.append(f"**{_md(p.participant)}** `{_short(p.start_s)}` {_md(p.text)}  ")
     return "\n".join(lines).rstrip() + "\n"
