@@ -55,7 +55,12 @@ worker = threading.Thread(target=run)
 worker.start()
 worker.join()  # the model's threads, and OpenMP's that its first decode started, remain
 made = threads() - before
-print(json.dumps({t: os.getpriority(os.PRIO_PROCESS, t) for t in made}))  # (all still alive)
+def nice(t):
+    try:
+        return os.getpriority(os.PRIO_PROCESS, t)
+    except ProcessLookupError:  # a short-lived thread (the VAD's) that ended meanwhile
+        return None
+print(json.dumps({t: n for t in made if (n := nice(t)) is not None}))
 """
 
 
