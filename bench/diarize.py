@@ -125,7 +125,9 @@ def heard_run(convs: list[Conversation], known: bool) -> dict[str, Any]:
     return {"rows": rows, "cpu_s": cpu, "wall_s": wall, "found": diarizations}
 
 
+_MODELS: dict[str, Any] = {}
 _HEARD: dict[str, Any] = {}
+"""Each recording's segments, transcribed once for both of its diarizations."""
 
 
 def transcript_rows(convs: list[Conversation], found: list[Any]) -> list[dict[str, Any]]:
@@ -136,13 +138,13 @@ def transcript_rows(convs: list[Conversation], found: list[Any]) -> list[dict[st
     from heard.diarize import speaker_words
 
     for model in ("tiny.en", "base"):
-        _HEARD.setdefault(model, FasterWhisperTranscriber(WhisperOptions(model=model)))
+        _MODELS.setdefault(model, FasterWhisperTranscriber(WhisperOptions(model=model)))
     rows = []
     for c, diarization in zip(convs, found, strict=True):
         if c.name not in _HEARD:
-            spoken, _, _ = _HEARD["base"].model.whisper.detect_language(c.samples)
+            spoken, _, _ = _MODELS["base"].model.whisper.detect_language(c.samples)
             model = "tiny.en" if spoken == "en" else "base"
-            _HEARD[c.name] = _HEARD[model].transcribe(c.samples).segments
+            _HEARD[c.name] = _MODELS[model].transcribe(c.samples).segments
         words = speaker_words(_HEARD[c.name], diarization)
         rows.append(_row(c, [(w.start, w.end, str(k)) for w, k in words]))
     return rows
