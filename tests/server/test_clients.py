@@ -32,7 +32,7 @@ from heard.asr.whisper import FasterWhisperTranscriber
 from heard.server.app import ServerSettings, create_app
 from heard.store.database import Database
 from heard.store.users import add_user
-from tests.conftest import AUDIO
+from tests.conftest import AUDIO, DATA
 from tests.reading import assert_reads
 from tests.server.threaded import recognizing, serving
 
@@ -103,6 +103,48 @@ def test_openai_streams_deltas_then_the_whole_text(server: tuple[str, str]) -> N
     assert set(kinds[:-1]) == {"transcript.text.delta"}
     assert "".join(e.delta for e in events[:-1]) == events[-1].text  # type: ignore[union-attr]
     assert_reads(events[-1].text)  # type: ignore[union-attr]
+
+
+def ten_minutes(folder: Path) -> Path:
+    """Ten minutes of real speech as one FLAC: JFK, then the AMI meeting excerpts, the calls
+    and the LibriSpeech readers of tests/data/diarization, in turn, again until it is long
+    enough."""
+    import soundfile as sf  # type: ignore[import-untyped]
+
+    pieces = [AUDIO / "jfk.flac", *sorted((DATA / "diarization").rglob("*.flac"))]
+    out, total = [], 0
+    while total < 600 * 16_000:
+        for piece in pieces:
+            samples = load_audio(piece)
+            out += [samples, np.zeros(8_000, dtype=np.float32)]
+            total += len(samples) + 8_000
+            if total >= 600 * 16_000:
+                break
+    path = folder / "ten_minutes.flac"
+    sf.write(path, np.concatenate(out)[: 600 * 16_000], 16_000, subtype="PCM_16")
+    return path
+
+
+def test_openai_streams_a_long_file_as_it_decodes(server: tuple[str, str], tmp_path: Path) -> None:
+    """Ten minutes through the SDK's ``stream=True`` with the real model: the first delta comes
+    while most of the file is still to be decoded (before issue 73 every delta came with the
+    done event, 125 s into a 10-minute file), and the deltas make up the whole text."""
+    recording = ten_minutes(tmp_path)
+    times, events = [], []
+    with openai_client(server) as client, recording.open("rb") as f:
+        start = time.monotonic()
+        for event in client.audio.transcriptions.create(
+            model="gpt-4o-transcribe", file=f, stream=True
+        ):
+            times.append(time.monotonic() - start)
+            events.append(event)
+    deltas = [e for e in events if e.type == "transcript.text.delta"]
+    assert events[-1].type == "transcript.text.done"
+    assert len(deltas) >= 50
+    assert "".join(e.delta for e in deltas) == events[-1].text  # type: ignore[union-attr]
+    assert_reads(events[-1].text.split(".")[0])  # type: ignore[union-attr]
+    # relative, not a time limit: the first delta before a quarter of the whole answer's time
+    assert times[0] < times[-1] / 4, (times[0], times[-1])
 
 
 def test_openai_translates_into_english(server: tuple[str, str]) -> None:

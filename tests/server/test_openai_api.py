@@ -303,3 +303,96 @@ def test_a_bug_is_a_500_in_openais_shape(db: Database, tmp_path: Path) -> None:
     assert reply.json() == {"error": {"message": "internal error", "type": "server_error",
                                       "param": None, "code": None}}  # fmt: skip
     assert not any((tmp_path / "uploads" / ".transcriptions").iterdir())
+
+
+# -- stream=true: deltas as the file decodes (issue 73) ------------------------------------
+
+
+def _streaming_server(db: Database, tmp_path: Path, fake: FakeTranscriber) -> Any:
+    app = create_app(ServerSettings(db, tmp_path / "uploads", transcriber=fake))
+    _, token = add_user(db, "ana")
+    return app, token
+
+
+def test_stream_sends_each_delta_while_later_segments_are_still_decoding(
+    db: Database, tmp_path: Path
+) -> None:
+    """The fake holds its second segment back until the client has read the first delta:
+    a route that waits for the whole transcription (as it did before issue 73) never
+    lets the client see it in time."""
+    client_has_first = threading.Event()
+    waited: list[bool] = []
+
+    def after(segment: Segment) -> None:
+        if segment.text == "ask not":
+            waited.append(client_has_first.wait(10))
+
+    segments = [Segment(0.0, 1.0, "ask not"), Segment(1.0, 2.5, "what your country can do")]
+    app, token = _streaming_server(db, tmp_path, FakeTranscriber({"*": segments}, after=after))
+    events = []
+    with (
+        serving(app) as host,
+        openai.OpenAI(api_key=token, base_url=f"http://{host}/v1", max_retries=0) as client,
+        JFK.open("rb") as f,
+    ):
+        for event in client.audio.transcriptions.create(
+            model="gpt-4o-transcribe", file=f, stream=True
+        ):
+            events.append(event)
+            client_has_first.set()
+    assert waited == [True]
+    assert [e.type for e in events] == ["transcript.text.delta"] * 2 + ["transcript.text.done"]
+    assert [e.delta for e in events[:2]] == ["ask not", " what your country can do"]  # type: ignore[union-attr]
+    assert events[-1].text == "ask not what your country can do"  # type: ignore[union-attr]
+
+
+def test_stream_failing_after_its_first_delta_ends_with_an_error_event(
+    db: Database, tmp_path: Path
+) -> None:
+    """The answer has started (200): the failure is an ``error`` event in OpenAI's error shape,
+    which the SDK raises, and the upload is gone."""
+
+    def after(segment: Segment) -> None:
+        raise RuntimeError("the recognizer broke")
+
+    fake = FakeTranscriber({"*": [Segment(0.0, 1.0, "ask not"), Segment(1.0, 2.0, "what")]},
+                           after=after)  # fmt: skip
+    app, token = _streaming_server(db, tmp_path, fake)
+    got = []
+    with (
+        serving(app) as host,
+        openai.OpenAI(api_key=token, base_url=f"http://{host}/v1", max_retries=0) as client,
+        JFK.open("rb") as f,
+    ):
+        stream = client.audio.transcriptions.create(model="whisper-1", file=f, stream=True)
+        with pytest.raises(openai.APIError, match="internal error"):
+            got.extend(stream)
+    assert [e.type for e in got] == ["transcript.text.delta"]
+    assert not any((tmp_path / "uploads" / ".transcriptions").iterdir())
+
+
+def test_stream_of_a_bad_file_is_still_an_error_status(db: Database, tmp_path: Path) -> None:
+    """What fails before the first segment is answered as without ``stream``: a 400 naming
+    the file, not a 200 with an error inside."""
+    app, token = _streaming_server(db, tmp_path, FakeTranscriber({"*": []}))
+    with TestClient(app) as client:
+        reply = client.post(
+            "/v1/audio/transcriptions",
+            data={"model": "whisper-1", "stream": "true"},
+            files={"file": ("notes.wav", b"RIFF not really audio")},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    assert reply.status_code == 400, reply.text
+    assert "notes.wav" in reply.json()["error"]["message"]
+
+
+def test_stream_of_silence_is_only_the_done_event(db: Database, tmp_path: Path) -> None:
+    app, token = _streaming_server(db, tmp_path, FakeTranscriber({"*": []}))
+    with (
+        serving(app) as host,
+        openai.OpenAI(api_key=token, base_url=f"http://{host}/v1", max_retries=0) as client,
+        JFK.open("rb") as f,
+    ):
+        events = list(client.audio.transcriptions.create(model="whisper-1", file=f, stream=True))
+    assert [e.type for e in events] == ["transcript.text.done"]
+    assert events[0].text == ""  # type: ignore[union-attr]

@@ -7,15 +7,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from heard.speech import Transcription
+from heard.speech import Segment, Transcription
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ProgressCallback", "Transcriber"]
+__all__ = ["ProgressCallback", "SegmentCallback", "Transcriber", "transcribe_each"]
 
 ProgressCallback = Callable[[float, float], None]
+SegmentCallback = Callable[[Segment], None]
 
 
 @runtime_checkable
@@ -39,3 +40,29 @@ class Transcriber(Protocol):
         ``on_progress(done_s, total_s)`` is called as audio is consumed.
         """
         ...
+
+
+def transcribe_each(
+    transcriber: Transcriber,
+    audio: str | Path | npt.NDArray[np.float32],
+    on_segment: SegmentCallback,
+    *,
+    language: str | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> Transcription:
+    """``transcriber.transcribe(audio)``, with ``on_segment`` called on each segment as soon
+    as there is one: as it is decoded where the transcriber has a ``segments`` generator
+    (``FasterWhisperTranscriber``, ``heard.testing.FakeTranscriber``) whose return value is
+    the whole transcription; all at the end for any other."""
+    stream = getattr(transcriber, "segments", None)
+    if stream is None:
+        heard = transcriber.transcribe(audio, language=language, on_progress=on_progress)
+        for segment in heard.segments:
+            on_segment(segment)
+        return heard
+    segments = stream(audio, language=language, on_progress=on_progress)
+    while True:
+        try:
+            on_segment(next(segments))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -263,6 +263,23 @@ class FasterWhisperTranscriber:
         language: str | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Transcription:
+        stream = self.segments(audio, channel=channel, language=language, on_progress=on_progress)
+        while True:
+            try:
+                next(stream)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def segments(
+        self,
+        audio: str | Path | npt.NDArray[np.float32],
+        *,
+        channel: int | None = None,
+        language: str | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Generator[Segment, None, Transcription]:
+        """``transcribe``, each kept segment given as soon as it is decoded (faster-whisper
+        decodes lazily, 30 s at a time); the whole ``Transcription`` is the return value."""
         model = self.model
         asked = model.language(language or self.options.language)
         if isinstance(audio, str | Path):  # decoded a window at a time: memory stays flat
@@ -293,6 +310,8 @@ class FasterWhisperTranscriber:
                     kept.append(segment)
                 if on_progress is not None:
                     on_progress(min(segment.end, total_s), total_s)
+                if not reason:
+                    yield segment
             if detected is None and heard_speech:
                 detected = info.language, round(float(info.language_probability), 4)
             if on_progress is not None:  # also between windows with no speech in them

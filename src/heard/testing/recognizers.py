@@ -3,7 +3,7 @@ streaming recognizer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,15 @@ __all__ = ["FakeDiarizer", "FakeTranscriber", "ScriptedRecognizer"]
 
 
 class FakeTranscriber:
-    """Canned segments (or a whole ``Transcription``) per track location; an exception value
-    is raised instead.
+    """Canned segments (or a whole ``Transcription``) per track location (``"*"``: for any
+    location not given, such as a server's spooled upload); an exception value is raised
+    instead.
 
-    ``before(location)`` runs first on every call (a test's way to crash or block there);
-    ``calls`` lists the locations asked for, in order, and ``languages`` the language asked
-    with each. A language asked for is the transcription's, as a real recognizer's would be.
+    ``before(location)`` runs first on every call (a test's way to crash or block there), and
+    ``after(segment)`` after each segment is given (``segments`` streams them as the real one
+    does: a test's way to hold the rest back); ``calls`` lists the locations asked for, in
+    order, and ``languages`` the language asked with each. A language asked for is the
+    transcription's, as a real recognizer's would be.
     """
 
     name = "fake"
@@ -30,11 +33,13 @@ class FakeTranscriber:
         self,
         by_location: Mapping[str, Sequence[Segment] | Transcription | BaseException],
         before: Callable[[str], None] | None = None,
+        after: Callable[[Segment], None] | None = None,
     ) -> None:
         self.by_location = dict(by_location)
         self.calls: list[str] = []
         self.languages: list[str | None] = []
         self.before = before
+        self.after = after
 
     def transcribe(
         self,
@@ -44,22 +49,41 @@ class FakeTranscriber:
         language: str | None = None,
         on_progress: Callable[[float, float], None] | None = None,
     ) -> Transcription:
+        stream = self.segments(audio, channel=channel, language=language, on_progress=on_progress)
+        while True:
+            try:
+                next(stream)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def segments(
+        self,
+        audio: str | Path | Any,
+        *,
+        channel: int | None = None,
+        language: str | None = None,
+        on_progress: Callable[[float, float], None] | None = None,
+    ) -> Generator[Segment, None, Transcription]:
+        """Each canned segment in turn, the whole transcription as the return value."""
         location = str(audio)
         self.calls.append(location)
         self.languages.append(language)
         if self.before is not None:
             self.before(location)
-        result = self.by_location[location]
+        result = self.by_location[location if location in self.by_location else "*"]
         if isinstance(result, BaseException):
             raise result
         if not isinstance(result, Transcription):
             result = Transcription(tuple(result))
         if language is not None:
             result = Transcription(result.segments, language, None)
-        if on_progress is not None and result.segments:  # after each segment, as whisper's
-            total = result.segments[-1].end
-            for segment in result.segments:
+        total = result.segments[-1].end if result.segments else 0.0
+        for segment in result.segments:
+            if on_progress is not None:  # after each segment, as whisper's
                 on_progress(segment.end, total)
+            yield segment
+            if self.after is not None:
+                self.after(segment)
         return result
 
 

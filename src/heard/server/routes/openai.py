@@ -13,7 +13,8 @@ its base URL at ``http://HOST:8000/v1`` with a heard token as its API key:
   * ``response_format``: ``json`` (default), ``text``, ``srt``, ``vtt`` or ``verbose_json``;
   * ``timestamp_granularities[]``: ``segment`` and/or ``word``, with ``verbose_json`` only;
   * ``stream=true``: the transcript as server-sent events, OpenAI's
-    ``transcript.text.delta`` (one per segment) and ``transcript.text.done``;
+    ``transcript.text.delta`` (one per segment, sent as it is decoded) and
+    ``transcript.text.done``; a failure after the first delta is an ``error`` event;
   * ``prompt``, ``temperature``, ``include[]`` and ``chunking_strategy``: accepted and not
     used. heard decodes with beam search at temperature 0 and never conditions on earlier
     text: its guards against Whisper's hallucinations rely on both.
@@ -40,6 +41,7 @@ storage as it arrives (``bodies.SpooledFormRoute``), and the work runs at bulk p
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import logging
@@ -47,7 +49,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -56,19 +58,22 @@ from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
 from heard.asr.audio import check_duration, measure_audio
-from heard.asr.transcriber import Transcriber
+from heard.asr.transcriber import SegmentCallback, Transcriber, transcribe_each
 from heard.asr.whisper import FasterWhisperTranscriber, compression_ratio, load_model
 from heard.errors import (
     AudioError,
     BusyError,
+    HeardError,
     InputError,
     NoRoomError,
     ServiceError,
     StoppingError,
+    StoreError,
     TooLargeError,
 )
 from heard.server.bodies import SpooledFormRoute
 from heard.server.deps import Caller, Settings
+from heard.server.errors import STORE_TROUBLE, error_reply, status_of
 from heard.server.quotas import HUNG_UP, FairQueue, until_stopped
 from heard.server.schemas import OpenAIErrorOut
 from heard.server.spool import spool_file
@@ -202,13 +207,13 @@ async def transcriptions(
         raise _invalid("timestamp_granularities[] needs response_format verbose_json",
                        "timestamp_granularities[]")  # fmt: skip
     hung_up = threading.Event()
+    if stream:
+        return await _streamed(request, user, settings, file, transcriber, language or None)
     heard, duration = await until_stopped(
         settings.stopping,
         lambda: _run(request, user, settings, file, transcriber, language or None, hung_up),
         client=request, hung_up=hung_up,
     )  # fmt: skip
-    if stream:
-        return _events(heard)
     return _answer(heard, response_format, set(timestamp_granularities or ["segment"]), duration)
 
 
@@ -257,9 +262,11 @@ def _run(
     transcriber: Transcriber,
     language: str | None,
     hung_up: threading.Event,
+    on_segment: SegmentCallback | None = None,
 ) -> tuple[Transcription, float]:
     """The upload measured (before its turn: a lying file holds no place), then transcribed
-    in its turn, at bulk priority; its length in seconds."""
+    in its turn, at bulk priority (``on_segment`` told of each segment as it is decoded);
+    its length in seconds."""
     lower_priority()  # live decoding first
     name = file.filename or "the file"
     with _copied(file, settings.uploads) as path:
@@ -280,7 +287,11 @@ def _run(
 
         try:
             with state_of(request.app).transcribing.taken(user.owner, hung_up):
-                heard = transcriber.transcribe(path, language=language, on_progress=watched)
+                if on_segment is None:
+                    heard = transcriber.transcribe(path, language=language, on_progress=watched)
+                else:
+                    heard = transcribe_each(transcriber, path, on_segment, language=language,
+                                            on_progress=watched)  # fmt: skip
         except AudioError as e:
             raise _invalid(str(e).replace(str(path), name), "file", "invalid_file") from None
         except BusyError:  # past the queue: a 429
@@ -291,20 +302,103 @@ def _run(
     return heard, duration
 
 
-def _events(heard: Transcription) -> StreamingResponse:
-    """OpenAI's transcription events: a delta per segment, then the whole text."""
+async def _streamed(
+    request: Request,
+    user: Principal,
+    settings: ServerSettings,
+    file: UploadFile,
+    transcriber: Transcriber,
+    language: str | None,
+) -> Response:
+    """OpenAI's transcription events, a delta per segment as it is decoded, then the whole
+    text. The answer starts with the first segment: what fails before it (a bad file, a full
+    queue, a server stopping) is an error status as without ``stream``; what fails after it
+    is an ``error`` event, and the stream ends. A client that hangs up stops the work."""
+    loop = asyncio.get_running_loop()
+    decoded: asyncio.Queue[Segment] = asyncio.Queue()
+    hung_up = threading.Event()
 
-    def events() -> Iterator[str]:
-        for i, segment in enumerate(heard.segments):
-            delta = segment.text if i == 0 else " " + segment.text
-            yield _event({"type": "transcript.text.delta", "delta": delta, "logprobs": None})
-        text = " ".join(s.text for s in heard.segments)
-        languages = [{"code": heard.language}] if heard.language else []
-        yield _event({"type": "transcript.text.done", "text": text, "logprobs": None,
-                      "languages": languages})  # fmt: skip
-        yield "data: [DONE]\n\n"
+    def on_segment(segment: Segment) -> None:
+        loop.call_soon_threadsafe(decoded.put_nowait, segment)
+
+    work = asyncio.ensure_future(until_stopped(
+        settings.stopping,
+        lambda: _run(request, user, settings, file, transcriber, language, hung_up, on_segment),
+        client=request, hung_up=hung_up,
+    ))  # fmt: skip
+    first = asyncio.ensure_future(decoded.get())
+    try:
+        await asyncio.wait({work, first}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        hung_up.set()
+        first.cancel()
+        raise
+    if not first.done():
+        first.cancel()
+        heard, _ = work.result()  # raises what failed before any segment: an error status
+        return StreamingResponse(_events([], heard), media_type="text/event-stream")
+
+    async def rest() -> AsyncIterator[Segment]:
+        yield first.result()
+        while True:
+            got = asyncio.ensure_future(decoded.get())
+            await asyncio.wait({work, got}, return_when=asyncio.FIRST_COMPLETED)
+            if not got.done():
+                got.cancel()
+                break
+            yield got.result()
+        while not decoded.empty():  # those given before the work's end was seen
+            yield decoded.get_nowait()
+
+    async def events() -> AsyncIterator[str]:
+        said: list[Segment] = []
+        try:
+            async for segment in rest():
+                yield _delta(segment, first=not said)
+                said.append(segment)
+            try:
+                heard, _ = work.result()
+            except Exception as e:  # noqa: BLE001 - the answer has started: an event says it
+                yield _failure(request.url.path, e)
+                return
+            for line in _events(said, heard):
+                yield line
+        finally:  # the client gone (or the stream cut): the work stops at its next segment
+            if not work.done():
+                hung_up.set()
 
     return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def _failure(path: str, error: Exception) -> str:
+    """The ``error`` event of a stream cut short, the body as OpenAI's error status has it."""
+    if isinstance(error, HTTPException):
+        status, detail = error.status_code, error.detail
+    elif isinstance(error, StoreError):
+        log.error("store: %s", error)
+        status, detail = status_of(error), STORE_TROUBLE
+    elif isinstance(error, HeardError) and status_of(error) != 500:
+        status, detail = status_of(error), str(error)
+    else:
+        log.error("unexpected %s on %s", type(error).__name__, path, exc_info=error)
+        status, detail = 500, "internal error"
+    return _event({"type": "error", **error_reply(path, status, detail)[1]})
+
+
+def _delta(segment: Segment, *, first: bool) -> str:
+    delta = segment.text if first else " " + segment.text
+    return _event({"type": "transcript.text.delta", "delta": delta, "logprobs": None})
+
+
+def _events(said: list[Segment], heard: Transcription) -> Iterator[str]:
+    """The deltas of the segments of ``heard`` not yet ``said``, the whole text, the end."""
+    for i, segment in enumerate(heard.segments[len(said) :], start=len(said)):
+        yield _delta(segment, first=i == 0)
+    text = " ".join(s.text for s in heard.segments)
+    languages = [{"code": heard.language}] if heard.language else []
+    yield _event({"type": "transcript.text.done", "text": text, "logprobs": None,
+                  "languages": languages})  # fmt: skip
+    yield "data: [DONE]\n\n"
 
 
 def _event(body: dict[str, object]) -> str:
