@@ -15,6 +15,7 @@ from heard.cli import (
     stream,
     transcript,
     worker,
+    wyoming,
 )
 from heard.cli.app import app
 
@@ -30,4 +31,5 @@ __all__ = [
     "stream",
     "transcript",
     "worker",
+    "wyoming",
 ]
