@@ -134,8 +134,9 @@ def serve(
     compute_type: ComputeTypeOption = None,
 ) -> None:
     """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs), with OpenAI's
-    audio endpoints and Realtime socket (/v1/audio/*, /v1/models, /v1/realtime) and Deepgram's
-    /v1/listen (pre-recorded and live) for clients written for them, on their defaults.
+    audio endpoints and Realtime socket (/v1/audio/*, /v1/models, /v1/realtime), Deepgram's
+    /v1/listen (pre-recorded and live) and AssemblyAI's streaming /v3/ws for clients written
+    for them, on their defaults.
 
     --model and the options beside it choose the recognizer of uploaded meetings (run here)
     and of the live socket's audio.

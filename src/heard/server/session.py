@@ -1,11 +1,13 @@
 """The live sockets' one session loop; each protocol on it is a codec.
 
 Every live WebSocket (heard's ``/v1/live``, Deepgram's ``/v1/listen``, OpenAI's
-``/v1/realtime``) goes through ``serve``, which owns what the protocols share:
+``/v1/realtime``, AssemblyAI's ``/v3/ws``) goes through ``serve``, which owns what the
+protocols share:
 
 * **who**: the token from ``Authorization: Bearer`` or ``Token`` (Deepgram's SDKs), the
   ``token`` subprotocol pair (Deepgram's browsers), OpenAI's ``openai-insecure-api-key.KEY``
-  subprotocol, or ``?token=``; a token barred for going over a rate limit is refused after a
+  subprotocol, or ``?token=`` (a protocol whose clients send it otherwise reads it itself:
+  ``mount``'s ``offered``); a token barred for going over a rate limit is refused after a
   second's wait (a 429, so reconnecting in a loop costs a sleeping coroutine), a bad one with
   a 401, options the codec cannot honour with a 400, each in the codec's own shape;
 * **limits**: frames over the codec's size close with 1009; text frames count against the
@@ -239,15 +241,17 @@ def mount(
     path: str,
     codec: Callable[[Session], Codec],
     refuse: Refusals,
+    offered: Callable[[WebSocket], tuple[str, str | None]] = offered_token,
 ) -> None:
-    """Serve ``codec``'s protocol at ``path`` on the session loop."""
+    """Serve ``codec``'s protocol at ``path`` on the session loop; ``offered`` reads the token
+    the way the protocol's clients send it (and the subprotocol to accept)."""
     state = state_of(app)
     settings = state.settings
     by_token = quotas_of(app)
 
     @app.websocket(path)
     async def socket(websocket: WebSocket) -> None:
-        token, subprotocol = offered_token(websocket)
+        token, subprotocol = offered(websocket)
         address = client_address(websocket.scope)
         guessing_s = state.failures.wait_s(address) if token else 0
         if guessing_s and not state.tokens.vouched(token):

@@ -64,7 +64,14 @@ class FakeTranscriber:
         language: str | None = None,
         on_progress: Callable[[float, float], None] | None = None,
     ) -> Generator[Segment, None, Transcription]:
-        """Each canned segment in turn, the whole transcription as the return value."""
+        """Each canned segment in turn, the whole transcription as the return value (a
+        subclass that overrides ``transcribe`` streams what its ``transcribe`` answers)."""
+        if type(self).transcribe is not FakeTranscriber.transcribe:
+            answered = self.transcribe(
+                audio, channel=channel, language=language, on_progress=on_progress
+            )
+            yield from answered.segments
+            return answered
         location = str(audio)
         self.calls.append(location)
         self.languages.append(language)
