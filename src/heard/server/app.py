@@ -32,7 +32,7 @@ from heard.memory.users import Memories
 from heard.server import listen, live, realtime, session, spool
 from heard.server.errors import install_error_handlers
 from heard.server.guard import Guard
-from heard.server.protocols import assemblyai
+from heard.server.protocols import assemblyai, twilio
 from heard.server.routes import deepgram, meetings, memory, openai, site
 from heard.server.schemas import ErrorOut
 from heard.server.shares import TokenChecks
@@ -115,4 +115,5 @@ def create_app(settings: ServerSettings) -> FastAPI:
     session.mount(app, "/v1/realtime", realtime.RealtimeCodec, realtime.refuse)
     session.mount(app, assemblyai.PATH, assemblyai.AssemblyAICodec, assemblyai.refuse,
                   assemblyai.offered_key)  # fmt: skip
+    session.mount(app, twilio.PATH, twilio.TwilioCodec, twilio.refuse, greeting=twilio.greeting)
     return app

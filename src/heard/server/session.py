@@ -1,8 +1,8 @@
 """The live sockets' one session loop; each protocol on it is a codec.
 
 Every live WebSocket (heard's ``/v1/live``, Deepgram's ``/v1/listen``, OpenAI's
-``/v1/realtime``, AssemblyAI's ``/v3/ws``) goes through ``serve``, which owns what the
-protocols share:
+``/v1/realtime``, AssemblyAI's ``/v3/ws``, Twilio's ``/v1/twilio``) goes through ``serve``,
+which owns what the protocols share:
 
 * **who**: the token from ``Authorization: Bearer`` or ``Token`` (Deepgram's SDKs), the
   ``token`` subprotocol pair (Deepgram's browsers), OpenAI's ``openai-insecure-api-key.KEY``
@@ -35,7 +35,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
@@ -236,32 +236,55 @@ class Session:
         return SocketCloseError(CLOSE_POLICY, detail)
 
 
+Greeting = Callable[[WebSocket], Awaitable[tuple[str, list[str]]]]
+"""Reads a protocol's first text frames on an accepted socket until they hold the token
+(``InputError`` when they do not); the token and the frames read, for the codec."""
+GREETING_S = 10.0
+"""How long a protocol whose token comes in its first frames has to send it."""
+
+
 def mount(
     app: FastAPI,
     path: str,
     codec: Callable[[Session], Codec],
     refuse: Refusals,
     offered: Callable[[WebSocket], tuple[str, str | None]] = offered_token,
+    greeting: Greeting | None = None,
 ) -> None:
     """Serve ``codec``'s protocol at ``path`` on the session loop; ``offered`` reads the token
-    the way the protocol's clients send it (and the subprotocol to accept)."""
+    the way the protocol's clients send it (and the subprotocol to accept). With
+    ``greeting``, the token comes in the first frames instead (Twilio's, whose handshake
+    carries none): the socket is accepted first, and a refusal is a close (1008)."""
     state = state_of(app)
     settings = state.settings
     by_token = quotas_of(app)
 
     @app.websocket(path)
     async def socket(websocket: WebSocket) -> None:
-        token, subprotocol = offered(websocket)
+        early: list[str] = []
+        if greeting is None:
+            token, subprotocol = offered(websocket)
+            refusal = refuse
+        else:
+            await websocket.accept()
+            refusal, subprotocol = _closing, None
+            try:
+                token, early = await asyncio.wait_for(greeting(websocket), GREETING_S)
+            except (TimeoutError, InputError, WebSocketDisconnect) as e:
+                reason = str(e) if isinstance(e, InputError) else "no token in time"
+                with contextlib.suppress(Exception):
+                    await websocket.close(CLOSE_POLICY, close_reason(reason))
+                return
         address = client_address(websocket.scope)
         guessing_s = state.failures.wait_s(address) if token else 0
         if guessing_s and not state.tokens.vouched(token):
-            await refuse(websocket, 429, too_many_bad_tokens(guessing_s))
+            await refusal(websocket, 429, too_many_bad_tokens(guessing_s))
             return
         key = digest(token)
         quota = by_token.get(key) if token else None
         if quota is not None and (wait_s := quota.barred_for()) > 0:
             await asyncio.sleep(min(wait_s, quotas.REFUSAL_DELAY_S))
-            await refuse(websocket, 429, f"over the rate limit: wait {wait_s:.0f} s")
+            await refusal(websocket, 429, f"over the rate limit: wait {wait_s:.0f} s")
             return
         user = await state.tokens.principal(token) if token else None
         here = from_this_machine(raw_headers(websocket.scope), websocket.scope.get("client"))
@@ -270,11 +293,11 @@ def mount(
         if user is None:
             if token:
                 state.failures.failed(address)
-            await refuse(websocket, 401, "a valid token is required")
+            await refusal(websocket, 401, "a valid token is required")
             return
         quota = by_token.setdefault(key, quotas.Quota(audio_x=settings.live_audio_x))
         if quota.sockets >= quotas.SOCKETS_PER_TOKEN:
-            await refuse(websocket, 429, f"this token has {quota.sockets} live connections "
+            await refusal(websocket, 429, f"this token has {quota.sockets} live connections "
                          "open already; close one first")  # fmt: skip
             return
         quota.sockets += 1
@@ -283,20 +306,33 @@ def mount(
             try:
                 handler = await state.work.run(user.owner, codec, session)  # it may load a model
             except InputError as e:
-                await refuse(websocket, 400, str(e))
+                await refusal(websocket, 400, str(e))
                 return
-            await websocket.accept(subprotocol=subprotocol)
-            await _run(session, handler)
+            if greeting is None:
+                await websocket.accept(subprotocol=subprotocol)
+            await _run(session, handler, early)
         finally:
             quota.sockets -= 1
 
 
-async def _run(session: Session, codec: Codec) -> None:
+async def _closing(websocket: WebSocket, status: int, message: str) -> None:
+    """A refusal on a socket already accepted: a close with the reason."""
+    with contextlib.suppress(Exception):
+        await websocket.close(CLOSE_POLICY, close_reason(f"{status}: {message}"))
+
+
+async def _run(session: Session, codec: Codec, early: list[str] | None = None) -> None:
     sender = asyncio.create_task(_send_all(session))
     receiving: asyncio.Task[SocketCloseError | None] | None = None
     closing: SocketCloseError | None = None
     try:
         await codec.start()
+        try:
+            for raw in early or ():  # the frames the greeting read
+                await codec.text(raw)
+        except SocketCloseError as e:
+            closing = e
+            return
         receiving = asyncio.create_task(_receive(session, codec))
         either: set[asyncio.Future[Any]] = {receiving, session.ended}
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
