@@ -125,19 +125,27 @@ async def test_livekit_openai_recognizes_a_48khz_frame(server: tuple[str, str]) 
 
 
 async def test_livekit_openai_realtime_streams_with_server_vad(server: tuple[str, str]) -> None:
-    """use_realtime: a transcription session on /v1/realtime with server VAD and no commit;
-    heard's VAD ends the turn after JFK and sends the completed transcript."""
+    """use_realtime: a transcription session on /v1/realtime with server VAD
+    (``silence_duration_ms`` 350, LiveKit's default) and no commit: each of JFK's pauses
+    ends an item, as at OpenAI, and the items read his sentence, each word once."""
     host, token = server
+    texts: list[str] = []
+
+    async def read(stream: stt.SpeechStream) -> None:
+        async for event in stream:
+            if event.type == stt.SpeechEventType.FINAL_TRANSCRIPT and event.alternatives:
+                texts.append(event.alternatives[0].text)
+
     async with utils.http_context.open(), asyncio.timeout(90):
         recognizer = openai.STT(api_key=token, base_url=f"http://{host}/v1", use_realtime=True)
         stream = recognizer.stream()
-        reading = asyncio.create_task(finals(stream, until_first=True))
+        reading = asyncio.create_task(read(stream))
         try:
-            await speak(stream, silence_s=2.0)
-            texts = await reading
+            await speak(stream, silence_s=3.0)  # the last item ends within the silence
         finally:
             reading.cancel()
             await stream.aclose()
             await recognizer.aclose()
             await recognizer._client.close()
+    assert len(texts) >= 2  # "And so my fellow Americans," | "ask not what your country..."
     assert_reads(" ".join(texts))

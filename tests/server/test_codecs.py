@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import threading
 import time
@@ -22,6 +23,8 @@ import numpy as np
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -727,3 +730,81 @@ def test_realtime_language_changed_mid_item_reads_the_audio_after_it_in_that_lan
     assert seconds == [pytest.approx(1.0, abs=0.02), pytest.approx(0.5, abs=0.02)]
     assert got[-1]["transcript"], "the words before the change are in the item"
     assert got[-1]["usage"]["seconds"] == pytest.approx(1.5, abs=0.02)
+
+
+# -- OpenAI Realtime: every committed word in one item, once (issue 73) --------------------
+
+
+def _realtime(silence_ms: int | None) -> tuple[Any, list[dict[str, Any]]]:
+    from heard.server.realtime import SERVER_VAD, RealtimeCodec, _Item
+
+    sent: list[dict[str, Any]] = []
+    codec = RealtimeCodec.__new__(RealtimeCodec)
+    codec.session = SimpleNamespace(send=sent.append)  # type: ignore[assignment]
+    vad = {**SERVER_VAD, "silence_duration_ms": silence_ms}
+    codec.turn_detection = None if silence_ms is None else vad
+    codec.item, codec.pending, codec.events, codec.id = _Item(None), (), 0, "sess_0123456789"
+    codec.received = 0
+    return codec, sent
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.sampled_from(["partial", "final", "endpoint", "decoded-to"]),
+                             st.lists(st.floats(0.05, 1.5), max_size=4)), max_size=20),
+    silence_ms=st.sampled_from([None, 350, 800]),
+)  # fmt: skip
+def test_realtime_items_hold_every_committed_word_once(
+    steps: list[tuple[str, list[float]]], silence_ms: int | None
+) -> None:
+    """Whatever the decode steps and the pauses between words, the completed items and the
+    one still open hold every committed word once, in order; each item's deltas make up its
+    transcript; no item completes twice; with server VAD, an item never spans a pause at
+    least the session's silence long."""
+    import asyncio
+
+    from heard.transcript.events import EventKind
+    from heard.transcript.utterances import Decoded
+
+    codec, sent = _realtime(silence_ms)
+    committed: list[str] = []
+    times: dict[str, tuple[float, float]] = {}
+    t, n = 0.0, 0
+
+    async def run() -> None:
+        nonlocal t, n
+        for kind, gaps in steps:
+            if kind == "decoded-to":
+                codec._after_pause(t + sum(gaps))
+                continue
+            words = []
+            for gap in gaps:
+                t += gap
+                words.append(Word(t, t + 0.2, f"w{n}"))
+                t += 0.2
+                n += 1
+            if kind != "partial":
+                committed.extend(w.text for w in words)
+                times.update({w.text: (w.start, w.end) for w in words})
+            else:
+                n -= len(words)  # a partial's words are said again when committed
+                t -= sum(gaps) + 0.2 * len(words)
+            kind_of = EventKind.PARTIAL if kind == "partial" else EventKind.FINAL
+            start, end = (words[0].start, words[-1].end) if words else (t, t)
+            text = " ".join(w.text for w in words)
+            await codec.decoded(Decoded(kind_of, text, start, end, tuple(words),
+                                        endpoint=kind == "endpoint"))  # fmt: skip
+
+    asyncio.run(run())
+    completed = [m for m in sent if m["type"].endswith("transcription.completed")]
+    items = [m["item_id"] for m in completed]
+    assert len(items) == len(set(items))
+    held = " ".join([m["transcript"] for m in completed] + [" ".join(codec.item.words)]).split()
+    assert held == committed
+    for m in completed:
+        deltas = [d["delta"] for d in sent if d["type"].endswith("transcription.delta")
+                  and d["item_id"] == m["item_id"]]  # fmt: skip
+        assert "".join(deltas) == m["transcript"]
+        said = m["transcript"].split()
+        for a, b in itertools.pairwise(said):
+            assert silence_ms is None or times[b][0] - times[a][1] < silence_ms / 1000

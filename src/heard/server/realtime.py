@@ -20,14 +20,17 @@ The server answers, per item (an utterance): ``input_audio_buffer.speech_started
 first words are heard; ``conversation.item.input_audio_transcription.delta`` as words are
 committed (deltas only add: words shown are never taken back); with server VAD, once silence
 ends the utterance, ``input_audio_buffer.speech_stopped`` and ``.committed``; then
-``conversation.item.input_audio_transcription.completed`` with the whole ``transcript``. A
-``silence_duration_ms`` under 800 is taken as 800, as on ``/v1/listen``: cut sooner, the
-recognizer decodes other words. An event heard cannot take is answered with an ``error``
-event (the clients treat it as fatal, so a commit of nothing is not one: it completes an
-empty transcript). The socket's rules (limits, the way out, the end) are the session loop's
-(``heard.server.session``); the audio goes the live path every socket shares
-(``heard.live.path``); this module is the protocol's codec: its events are parsed by the
-models of ``heard.server.frames``, and its items made from the path's decode steps.
+``conversation.item.input_audio_transcription.completed`` with the whole ``transcript``.
+With server VAD an item ends where a committed word is followed by the client's
+``silence_duration_ms`` (LiveKit's 350 too): before the next word, or once the audio decoded
+past it holds nothing more; the recognizer itself still cuts its utterances after 800 ms
+(cut sooner, it decodes other words), so each word goes to one item once. An event heard
+cannot take is answered with an ``error`` event (the clients treat it as fatal, so a commit
+of nothing is not one: it completes an empty transcript). The socket's rules (limits, the
+way out, the end) are the session loop's (``heard.server.session``); the audio goes the live
+path every socket shares (``heard.live.path``); this module is the protocol's codec: its
+events are parsed by the models of ``heard.server.frames``, and its items made from the
+path's decode steps.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from heard.server.frames import (
 )
 from heard.server.listen_options import DECODE_SILENCE_MS
 from heard.server.session import CLOSE_INVALID, Session
+from heard.speech import Word
 from heard.transcript.events import EventKind
 from heard.transcript.utterances import Decoded
 
@@ -95,6 +99,8 @@ class _Item:
         self.start = start  # samples received when it began
         self.words: list[str] = []
         self.started = False
+        self.last_end: float | None = None
+        """Where its last word ends (s of the stream)."""
 
 
 class RealtimeCodec(LiveOutput):
@@ -119,6 +125,8 @@ class RealtimeCodec(LiveOutput):
         self.incoming: IncomingAudio | None = None
         self.microphone: Microphone | None = None
         self.received = 0  # samples at 16 kHz
+        self.pending: tuple[Word, ...] = ()
+        """The words of the last partial: said, not committed yet."""
         self.id = f"sess_{uuid.uuid4().hex[:20]}"
 
     def _send(self, kind: str, **fields: Any) -> None:
@@ -298,25 +306,73 @@ class RealtimeCodec(LiveOutput):
         self.session.charge_audio(len(pcm))
         self.received += len(pcm) // 2
         self.microphone.add(pcm)
+        self._after_pause(self.microphone.handed_on / SAMPLE_RATE)
+
+    def _pause_s(self) -> float | None:
+        """The silence that ends an item with server VAD, as the client asked (None: the
+        client commits)."""
+        if self.turn_detection is None:
+            return None
+        asked = self.turn_detection.get("silence_duration_ms", DECODE_SILENCE_MS)
+        return max(0.0, float(asked)) / 1000 if isinstance(asked, int | float) else 0.8
+
+    def _after_pause(self, next_s: float) -> None:
+        """Speech (or decoded silence) resumes at ``next_s``: the item ends first when its
+        last word is followed by the client's silence. The recognizer cuts its utterances
+        only after 800 ms (sooner, it decodes other words), so a shorter ``silence_duration_ms``
+        (LiveKit's 350) ends items here, between committed words, instead."""
+        item, pause = self.item, self._pause_s()
+        if pause is None or not item.words or item.last_end is None or self.pending:
+            return
+        if next_s - item.last_end >= pause:
+            self._stopped(item, item.last_end)
+
+    def _stopped(self, item: _Item, end_s: float) -> None:
+        self._send("input_audio_buffer.speech_stopped", item_id=item.id,
+                   audio_end_ms=round(end_s * 1000))  # fmt: skip
+        self._complete(item)
 
     async def decoded(self, d: Decoded) -> None:
+        if d.kind is not EventKind.FINAL:
+            if d.words:
+                self.pending = ()  # the item may end before the words that come next
+                self._after_pause(d.words[0].start)
+            self.pending = d.words or ((Word(d.start_s, d.end_s, d.text),) if d.text else ())
+            self._announce(d.start_s if d.text else None)
+            return
+        self.pending = ()
+        words = d.words or ((Word(d.start_s, d.end_s, d.text),) if d.text else ())
+        said: list[str] = []  # of the item now, not sent yet: one delta per item per step
+        pause = self._pause_s()
+        for n, word in enumerate(words):
+            self._after_pause(word.start)
+            item = self.item
+            self._announce(word.start)
+            item.words += word.text.split()
+            item.last_end = word.end
+            said += word.text.split()
+            last = n + 1 == len(words)
+            if last or (pause is not None and words[n + 1].start - word.end >= pause):
+                self._delta(item, said)  # before the item ends at the next word
+                said = []
         item = self.item
-        if d.text and not item.started:
+        if d.endpoint and self.turn_detection is not None and item.started:
+            self._stopped(item, d.end_s)
+
+    def _delta(self, item: _Item, said: list[str]) -> None:
+        if not said:
+            return
+        first = len(item.words) == len(said)
+        delta = ("" if first else " ") + " ".join(said)
+        self._send("conversation.item.input_audio_transcription.delta", item_id=item.id,
+                   content_index=0, delta=delta)  # fmt: skip
+
+    def _announce(self, start_s: float | None) -> None:
+        item = self.item
+        if start_s is not None and not item.started:
             item.started = True
             self._send("input_audio_buffer.speech_started", item_id=item.id,
-                       audio_start_ms=round(d.start_s * 1000))  # fmt: skip
-        if d.kind is not EventKind.FINAL:
-            return
-        if d.text:
-            words = d.text.split()
-            delta = (" " if item.words else "") + d.text
-            item.words += words
-            self._send("conversation.item.input_audio_transcription.delta", item_id=item.id,
-                       content_index=0, delta=delta)  # fmt: skip
-        if d.endpoint and self.turn_detection is not None and item.started:
-            self._send("input_audio_buffer.speech_stopped", item_id=item.id,
-                       audio_end_ms=round(d.end_s * 1000))  # fmt: skip
-            self._complete(item)
+                       audio_start_ms=round(start_s * 1000))  # fmt: skip
 
     def _complete(self, item: _Item) -> None:
         self._send("input_audio_buffer.committed", item_id=item.id, previous_item_id=item.previous)
