@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,19 +68,54 @@ def call(token: str | None, sid: str = "MZ0001") -> list[dict[str, Any]]:
     return frames
 
 
-def replay(host: str, frames: list[dict[str, Any]]) -> tuple[int, str]:
+def replay(
+    host: str, frames: list[dict[str, Any]], on_sent: Callable[[dict[str, Any]], None] | None = None
+) -> tuple[int, str]:
     """The frames sent as Twilio sends them (no Authorization header, no query), at twice
-    real time (a token's live audio limit; Twilio sends at real time); the close."""
+    real time (a token's live audio limit; Twilio sends at real time); ``on_sent`` is told of
+    each; the close."""
     with connect(f"ws://{host}/v1/twilio") as ws:
         try:
             for frame in frames:
                 ws.send(json.dumps(frame))
+                if on_sent is not None:
+                    on_sent(frame)
                 if frame["event"] == "media":
                     time.sleep(FRAME_MS / 2000)
             ws.recv(timeout=60)
         except ConnectionClosed:
             pass
         return ws.close_code or 0, ws.close_reason or ""
+
+
+class Captions(threading.Thread):
+    """A reader of the call's meeting's events stream, from the moment the meeting exists:
+    the caption events, each with whether the call had stopped when it came."""
+
+    def __init__(self, host: str, token: str) -> None:
+        super().__init__(daemon=True)
+        self.host, self.auth = host, {"Authorization": f"Bearer {token}"}
+        self.stopped = threading.Event()
+        self.got: list[tuple[bool, dict[str, Any]]] = []
+
+    def run(self) -> None:
+        base = f"http://{self.host}"
+        with httpx.Client(base_url=base, headers=self.auth, timeout=30) as client:
+            deadline = time.monotonic() + 30
+            while not (meetings := client.get("/v1/meetings").json()):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            with client.stream("GET", f"/v1/meetings/{meetings[0]['id']}/events",
+                               timeout=180) as events:  # fmt: skip
+                kind = ""
+                for line in events.iter_lines():
+                    if line.startswith("event: "):
+                        kind = line[7:]
+                    elif line.startswith("data: ") and kind == "caption":
+                        self.got.append((self.stopped.is_set(), json.loads(line[6:])))
+                    elif (line.startswith("data: ") and kind == "progress"
+                          and json.loads(line[6:])["finished"]):  # fmt: skip
+                        return
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +125,39 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
 
 
 @pytest.mark.asr
-def test_a_call_becomes_a_meeting_of_its_two_people(server: tuple[str, str]) -> None:
-    host, token = server
-    code, reason = replay(host, call(token))
-    assert code == 1000, reason
+def test_a_call_becomes_a_meeting_of_its_two_people(tmp_path: Path) -> None:
+    """Captions come on the meeting's events stream while the call goes on; once it stops,
+    the meeting's phrases are its two people's, on the call's clock."""
+    with recognizing(tmp_path) as (host, token):
+        captions = Captions(host, token)
+        captions.start()
+
+        def sent(frame: dict[str, Any]) -> None:
+            if frame["event"] == "stop":
+                captions.stopped.set()
+
+        code, reason = replay(host, call(token), sent)
+        assert code == 1000, reason
+        got = _meeting(host, token)
+        captions.join(120)
+    phrases, participants = got
+    live = [c for stopped, c in captions.got if not stopped]
+    assert any(c["participant"] == "Ana" for c in live)  # before the call ended
+    said = {who: " ".join(c["text"] for _, c in captions.got if c["participant"] == who)
+            for who in ("Ana", "Support")}  # fmt: skip
+    assert_reads(said["Ana"], max_wer=0.25)
+    assert said["Support"]
+    assert sorted(participants) == ["Ana", "Support"]
+    ana = [p for p in phrases if p["participant"] == "Ana"]
+    support = [p for p in phrases if p["participant"] == "Support"]
+    assert_reads(" ".join(p["text"] for p in ana))
+    assert support
+    assert min(p["start"] for p in ana) >= 5.5  # placed by the media timestamps
+    assert min(p["start"] for p in support) < 5.0
+
+
+def _meeting(host: str, token: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The call's meeting once transcribed: its phrases and participants."""
     auth = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=f"http://{host}", headers=auth, timeout=30) as client:
         (meeting,) = [m for m in client.get("/v1/meetings").json() if m["title"] == "Support call"]
@@ -102,13 +167,7 @@ def test_a_call_becomes_a_meeting_of_its_two_people(server: tuple[str, str]) -> 
             time.sleep(0.5)
         phrases = client.get(f"/v1/meetings/{meeting['id']}/phrases").json()
     assert got["status"] == "complete", got
-    assert sorted(got["participants"]) == ["Ana", "Support"]
-    ana = [p for p in phrases if p["participant"] == "Ana"]
-    support = [p for p in phrases if p["participant"] == "Support"]
-    assert_reads(" ".join(p["text"] for p in ana))
-    assert support
-    assert min(p["start"] for p in ana) >= 5.5  # placed by the media timestamps
-    assert min(p["start"] for p in support) < 5.0
+    return phrases, got["participants"]
 
 
 def test_a_stream_without_a_token_is_closed_saying_so(server: tuple[str, str]) -> None:

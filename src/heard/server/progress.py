@@ -1,5 +1,7 @@
 """A meeting's progress as server-sent events (``GET /v1/meetings/{id}/events``): a
-``progress`` event whenever it changes, until the meeting is finished; ``gone`` once the
+``progress`` event whenever it changes, until the meeting is finished; a ``caption`` event
+(``participant``, ``text``, ``start``, ``end`` in seconds of the call) for each final a
+live call's participant says (``heard.server.protocols.twilio``); ``gone`` once the
 meeting is deleted or the token revoked; ``idle`` once nothing has moved a meeting that
 nothing transcribes for ``STILL_S``.
 
@@ -11,6 +13,7 @@ one user's hundreds of streams cannot take the others' threads or CPU.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 
@@ -88,12 +91,16 @@ async def _stream(
     runs, stopping, work, tokens = state.runs, state.settings.stopping, state.work, state.tokens
     token = bearer_token(request.headers)
     try:
-        last, quiet, still, checked = None, 0.0, 0.0, 0.0
+        last, quiet, still, checked, said = None, 0.0, 0.0, 0.0, 0
         while True:
             if progress != last:
                 yield f"event: progress\ndata: {progress_out(progress).model_dump_json()}\n\n"
                 last, quiet, still = progress, 0.0, 0.0
-            elif quiet >= KEEPALIVE_S:
+            captions, said = state.captions.since(meeting_id, said)
+            for caption in captions:  # a live call's, as its participants speak
+                yield f"event: caption\ndata: {json.dumps(caption)}\n\n"
+                quiet, still = 0.0, 0.0
+            if quiet >= KEEPALIVE_S and not captions:
                 yield ": still here\n\n"
                 quiet = 0.0
             if progress.finished or stopping.is_set() or await request.is_disconnected():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -94,6 +95,35 @@ class ServerSettings:
         return (self.workspaces or self.uploads.parent / "workspaces") / (owner or LOCAL_FOLDER)
 
 
+class LiveCaptions:
+    """What live calls' participants are saying, per meeting, for its events stream: the last
+    ``KEPT`` captions of each of the last ``MEETINGS`` meetings with any (in memory only; the
+    stored phrases are the record)."""
+
+    KEPT = 2000
+    MEETINGS = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_meeting: dict[uuid.UUID, tuple[int, list[dict[str, object]]]] = {}
+
+    def add(self, meeting_id: uuid.UUID, caption: dict[str, object]) -> None:
+        with self._lock:
+            dropped, kept = self._by_meeting.pop(meeting_id, (0, []))
+            kept.append(caption)
+            if len(kept) > self.KEPT:
+                dropped, kept = dropped + len(kept) - self.KEPT, kept[-self.KEPT :]
+            self._by_meeting[meeting_id] = (dropped, kept)  # the newest last
+            while len(self._by_meeting) > self.MEETINGS:
+                del self._by_meeting[next(iter(self._by_meeting))]
+
+    def since(self, meeting_id: uuid.UUID, seen: int) -> tuple[list[dict[str, object]], int]:
+        """The captions after the first ``seen`` of the meeting, and how many there are now."""
+        with self._lock:
+            dropped, kept = self._by_meeting.get(meeting_id, (0, []))
+            return kept[max(0, seen - dropped) :], dropped + len(kept)
+
+
 @dataclass
 class ServerState:
     """The parts every request of one running server shares."""
@@ -120,6 +150,8 @@ class ServerState:
     """What each token may still send over its live connections."""
     failures: AuthFailures = field(default_factory=AuthFailures)
     """The bad tokens each client address sent, over requests and sockets."""
+    captions: LiveCaptions = field(default_factory=LiveCaptions)
+    """Live calls' captions, for their meetings' events streams."""
 
 
 def state_of(app: FastAPI) -> ServerState:

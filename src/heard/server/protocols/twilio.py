@@ -11,7 +11,9 @@ meeting and its two people). The messages are Twilio's (JSON text frames):
   ``inbound`` (the caller, whose phone it is) and ``outbound`` (who the call reaches);
 * ``media`` (``track``, ``timestamp`` in ms from the stream's start, ``payload``: base64
   mu-law): each track's audio, kept on the call's clock (a gap in a track is silence, so the
-  two stay aligned on the meeting's timeline);
+  two stay aligned on the meeting's timeline), and heard live: each participant's finals are
+  ``caption`` events on the meeting's events stream (``GET /v1/meetings/{id}/events``) as
+  the call goes on;
 * ``stop`` (or the socket closing): each track becomes the participant's upload, counted in
   the user's storage, and the meeting is transcribed as an uploaded one is (its phrases
   stored, on workers with ``--queue``); ``mark`` and ``dtmf`` are taken and not used.
@@ -39,14 +41,18 @@ from typing import Any, BinaryIO
 
 from fastapi import WebSocket
 
-from heard.asr.incoming import mulaw_to_pcm16
+from heard.asr.incoming import IncomingAudio, mulaw_to_pcm16
+from heard.asr.microphone import Microphone
 from heard.errors import HeardError, InputError, SocketCloseError
+from heard.live.path import LiveOutput, LivePath
 from heard.meetings import jobs
 from heard.server.session import CLOSE_INVALID, CLOSE_NORMAL, CLOSE_POLICY, Session
 from heard.server.spool import spool_file
-from heard.server.state import state_of
+from heard.server.state import LiveCaptions, state_of
 from heard.store.meetings import TrackSpec
 from heard.store.models import TrackStatus
+from heard.transcript.events import EventKind
+from heard.transcript.utterances import Decoded
 
 __all__ = ["PATH", "TwilioCodec", "greeting", "refuse"]
 
@@ -100,8 +106,24 @@ class _Track:
     participant: str
     handle: BinaryIO
     path: Path
+    incoming: IncomingAudio
+    """To 16 kHz PCM16, for the live recognizer."""
+    microphone: Microphone | None = None
     written: int = 0
     """Bytes (samples) written: where the next one falls on the call's clock."""
+
+
+class _Captions(LiveOutput):
+    """A participant's finals, as the call goes on, to the meeting's events stream."""
+
+    def __init__(self, captions: LiveCaptions, meeting_id: uuid.UUID, participant: str) -> None:
+        self.captions, self.meeting_id, self.participant = captions, meeting_id, participant
+
+    async def decoded(self, d: Decoded) -> None:
+        if d.kind is EventKind.FINAL and d.text:
+            self.captions.add(self.meeting_id, {
+                "participant": self.participant, "text": d.text,
+                "start": round(d.start_s, 3), "end": round(d.end_s, 3)})  # fmt: skip
 
 
 class TwilioCodec:
@@ -166,9 +188,15 @@ class TwilioCodec:
             )
         except HeardError as e:
             raise SocketCloseError(CLOSE_POLICY, f"the call cannot be kept: {e}") from None
+        recognizer = settings.live_recognizers(settings.whisper)
         for t in tracks:
             handle, path = spool_file(settings.uploads)
-            self.tracks[t] = _Track(names[t], os.fdopen(handle, "wb"), path)
+            track = _Track(names[t], os.fdopen(handle, "wb"), path, IncomingAudio("mulaw", RATE))
+            path_out = _Captions(self.state.captions, self.meeting_id, track.participant)
+            live = LivePath(track.participant, path_out, self.session)
+            track.microphone = Microphone(track.participant, live.take,
+                                          lambda chunk_ms, rtf: None, recognizer)  # fmt: skip
+            self.tracks[t] = track
         log.info("%s on twilio: call %s is meeting %s", self.session.name, call, self.meeting_id)
 
     def _media(self, media: dict[str, Any]) -> None:
@@ -187,8 +215,12 @@ class TwilioCodec:
             raise SocketCloseError(CLOSE_POLICY, f"the call is over {limit:.0f} s; closing, "
                                    "what was heard is kept")  # fmt: skip
         self.session.charge_audio((gap + len(payload)) * 4)  # as 16 kHz PCM16
-        track.handle.write(SILENCE * gap + payload)
-        track.written += gap + len(payload)
+        audio = SILENCE * gap + payload
+        track.handle.write(audio)
+        track.written += len(audio)
+        if track.microphone is not None:
+            (pcm,) = track.incoming.feed(audio)
+            track.microphone.add(pcm)
 
     async def _finish(self) -> None:
         """Each track to its participant's upload, then the meeting transcribed."""
@@ -196,6 +228,12 @@ class TwilioCodec:
             return
         self.done = True
         owner = self.session.user.owner
+        for track in self.tracks.values():  # the last captions, before the record is kept
+            if track.microphone is not None:
+                (tail,) = track.incoming.finish()
+                if tail:
+                    track.microphone.add(tail)
+                await track.microphone.close()
         try:
             for track in self.tracks.values():
                 track.handle.close()

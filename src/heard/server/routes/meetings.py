@@ -333,8 +333,10 @@ router.add_api_route(  # what a player asks before it fetches (no body: FileResp
         200: {
             "description": "Server-sent events: ``progress`` (JSON: status, fraction 0-1, "
             "finished, phrases, tracks) whenever it changes, until the meeting is finished; "
-            "``gone`` when the meeting is deleted or the token revoked; ``idle`` when nothing "
-            "has moved it for ten minutes (connect again to follow it).",
+            "``caption`` (JSON: participant, text, start, end) for each final of a live call "
+            "(/v1/twilio) as it is said; ``gone`` when the meeting is deleted or the token "
+            "revoked; ``idle`` when nothing has moved it for ten minutes (connect again to "
+            "follow it).",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
         429: {"model": ErrorOut, "description": "The user follows 32 meetings already."},
