@@ -92,7 +92,8 @@ def test_a_bad_key_is_refused_at_the_handshake(server: tuple[str, str]) -> None:
     ("query", "says"),
     [("speaker_labels=true", "speaker_labels"), ("encoding=opus", "pcm_s16le"),
      ("sample_rate=4000", "8000 to 48000"), ("sample_rate=fast", "whole number"),
-     ("wobble=1", "unknown parameter 'wobble'")],
+     ("wobble=1", "unknown parameter 'wobble'"), ("max_turn_silence=inf", "milliseconds"),
+     ("min_turn_silence=9999999", "0 to 60000 ms")],
 )  # fmt: skip
 def test_what_heard_cannot_do_refuses_the_handshake_naming_it(
     server: tuple[str, str], query: str, says: str

@@ -752,7 +752,7 @@ def _realtime(silence_ms: int | None) -> tuple[Any, list[dict[str, Any]]]:
 @given(
     steps=st.lists(st.tuples(st.sampled_from(["partial", "final", "endpoint", "decoded-to"]),
                              st.lists(st.floats(0.05, 1.5), max_size=4)), max_size=20),
-    silence_ms=st.sampled_from([None, 350, 800]),
+    silence_ms=st.sampled_from([None, 0, 350, 800]),
 )  # fmt: skip
 def test_realtime_items_hold_every_committed_word_once(
     steps: list[tuple[str, list[float]]], silence_ms: int | None
@@ -807,4 +807,4 @@ def test_realtime_items_hold_every_committed_word_once(
         assert "".join(deltas) == m["transcript"]
         said = m["transcript"].split()
         for a, b in itertools.pairwise(said):
-            assert silence_ms is None or times[b][0] - times[a][1] < silence_ms / 1000
+            assert silence_ms is None or times[b][0] - times[a][1] < max(silence_ms, 200) / 1000

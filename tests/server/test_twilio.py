@@ -69,11 +69,14 @@ def call(token: str | None, sid: str = "MZ0001") -> list[dict[str, Any]]:
 
 
 def replay(
-    host: str, frames: list[dict[str, Any]], on_sent: Callable[[dict[str, Any]], None] | None = None
+    host: str,
+    frames: list[dict[str, Any]],
+    on_sent: Callable[[dict[str, Any]], None] | None = None,
+    speed: float = 2.0,
 ) -> tuple[int, str]:
-    """The frames sent as Twilio sends them (no Authorization header, no query), at twice
-    real time (a token's live audio limit; Twilio sends at real time); ``on_sent`` is told of
-    each; the close."""
+    """The frames sent as Twilio sends them (no Authorization header, no query), at ``speed``
+    times real time (twice at most: a token's live audio limit; Twilio sends at real time);
+    ``on_sent`` is told of each; the close."""
     with connect(f"ws://{host}/v1/twilio") as ws:
         try:
             for frame in frames:
@@ -81,7 +84,7 @@ def replay(
                 if on_sent is not None:
                     on_sent(frame)
                 if frame["event"] == "media":
-                    time.sleep(FRAME_MS / 2000)
+                    time.sleep(FRAME_MS / 1000 / speed)
             ws.recv(timeout=60)
         except ConnectionClosed:
             pass
@@ -136,7 +139,7 @@ def test_a_call_becomes_a_meeting_of_its_two_people(tmp_path: Path) -> None:
             if frame["event"] == "stop":
                 captions.stopped.set()
 
-        code, reason = replay(host, call(token), sent)
+        code, reason = replay(host, call(token), sent, speed=1.0)  # as Twilio sends it
         assert code == 1000, reason
         got = _meeting(host, token)
         captions.join(120)
@@ -185,10 +188,34 @@ def test_a_bad_token_is_closed_with_a_401_reason(server: tuple[str, str]) -> Non
 
 
 def test_a_call_over_the_longest_track_is_closed_and_kept(tmp_path: Path) -> None:
+    """Cut at 3 s, before the caller said anything: the callee's 3 s are kept and
+    transcribed, the caller's track fails saying it carried no audio, and the meeting is
+    built (partial), not left waiting for a recording that will never come."""
     with recognizing(tmp_path, max_track_s=3.0) as (host, token):
         code, reason = replay(host, call(token))
         assert code == 1008
         assert "over 3 s" in reason
         auth = {"Authorization": f"Bearer {token}"}
-        meetings = httpx.get(f"http://{host}/v1/meetings", headers=auth).json()
-    assert [m["title"] for m in meetings] == ["Support call"]
+        with httpx.Client(base_url=f"http://{host}", headers=auth, timeout=30) as client:
+            (meeting,) = client.get("/v1/meetings").json()
+            deadline = time.monotonic() + 120
+            while (got := client.get(f"/v1/meetings/{meeting['id']}").json())["status"] == (
+                "pending"
+            ):
+                assert time.monotonic() < deadline, got
+                time.sleep(0.5)
+    assert got["status"] == "partial", got
+    tracks = {t["participant"]: t for t in got["tracks"]}
+    assert tracks["Ana"]["status"] == "failed"
+    assert "no audio" in tracks["Ana"]["last_error"]
+    assert tracks["Support"]["status"] == "done"
+
+
+def test_a_binary_first_frame_is_closed_saying_so(server: tuple[str, str]) -> None:
+    host, _ = server
+    with connect(f"ws://{host}/v1/twilio") as ws:
+        ws.send(b"\xff" * 160)
+        with pytest.raises(ConnectionClosed):
+            ws.recv(timeout=30)
+        assert ws.close_code == 1008
+        assert "JSON text" in (ws.close_reason or "")

@@ -60,10 +60,13 @@ async def utterance(client: AsyncTcpClient, audio: bytes, rate: int = 16_000,
 
 
 async def answers(client: AsyncTcpClient) -> list[Event]:
+    """Every event up to the utterance's end: ``transcript-stop``, or a ``transcript`` with no
+    ``transcript-start`` before it (an utterance refused), or the connection's end."""
     got: list[Event] = []
     while (event := await asyncio.wait_for(client.read_event(), 120)) is not None:
         got.append(event)
-        if TranscriptStop.is_type(event.type) or Error.is_type(event.type):
+        started = any(TranscriptStart.is_type(e.type) for e in got)
+        if TranscriptStop.is_type(event.type) or (Transcript.is_type(event.type) and not started):
             break
     return got
 
@@ -205,8 +208,9 @@ async def test_an_utterance_past_its_limit_is_refused_and_the_next_heard(
     async with served(fake) as port, AsyncTcpClient("127.0.0.1", port) as client:
         refused = await utterance(client, pcm())
         heard = await utterance(client, pcm()[: 4 * 32_000])
-    assert [e.type for e in refused] == ["error"]
+    assert [e.type for e in refused] == ["error", "transcript"]
     assert "at most 5 s" in Error.from_event(refused[0]).text
+    assert Transcript.from_event(refused[1]).text == ""  # what Home Assistant waits for
     assert Transcript.from_event(heard[-2]).text == "ask not what"
     assert len(fake.audio) == 1
     assert len(fake.audio[0]) == 4 * 16_000
@@ -215,11 +219,23 @@ async def test_an_utterance_past_its_limit_is_refused_and_the_next_heard(
 async def test_a_language_the_model_cannot_take_is_an_error_event() -> None:
     from heard.errors import ModelError
 
-    fake = FakeTranscriber({"*": ModelError("model 'tiny.en' knows only English, not 'de'")})
+    class EnglishOnly(FakeTranscriber):
+        def segments(self, audio: Any, *, language: str | None = None, **options: Any) -> Any:
+            if language == "de":
+                self.languages.append(language)
+                raise ModelError("model 'tiny.en' knows only English, not 'de'")
+            return super().segments("*", language=language, **options)
+
+    fake = EnglishOnly({"*": [Segment(0.0, 1.0, "ask not")]})
     async with served(fake) as port, AsyncTcpClient("127.0.0.1", port) as client:
         events = await utterance(client, pcm(), language="de")
-    assert Error.is_type(events[-1].type)
-    assert "not 'de'" in Error.from_event(events[-1]).text
+        after = await utterance(client, pcm(), language=None)  # the language was that one's
+    assert [e.type for e in events] == ["transcript-start", "error", "transcript",
+                                        "transcript-stop"]  # fmt: skip
+    assert "not 'de'" in Error.from_event(events[1]).text
+    assert Transcript.from_event(events[2]).text == ""
+    assert fake.languages == ["de", None]
+    assert Transcript.from_event(after[-2]).text == "ask not"
 
 
 async def test_a_public_address_is_refused_unless_anyone_may_connect(

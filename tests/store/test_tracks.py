@@ -19,6 +19,7 @@ from heard.store.tracks import (
     claim_track,
     record_outcome,
     recover_abandoned,
+    unheard_track,
     upload_track,
 )
 from heard.store.views import track_states
@@ -52,6 +53,8 @@ def apply(event: str, db: Database, mid: uuid.UUID, tid: uuid.UUID, attempts: in
         claim_track(db, tid, LATER)
     elif event == "recover":
         recover_abandoned(db, mid, LATER, stuck_after_s=60, max_attempts=3)
+    elif event == "unheard":
+        unheard_track(db, tid, "no audio")
     else:
         claim = ClaimedTrack(tid, "ana", "a.wav", None, attempts)
         record_outcome(db, claim, LATER, segments=[], transcriber="fake")

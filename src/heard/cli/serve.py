@@ -136,7 +136,8 @@ def serve(
     """Serve the REST API, the /v1/live WebSocket and the OpenAPI spec (/docs), with OpenAI's
     audio endpoints and Realtime socket (/v1/audio/*, /v1/models, /v1/realtime), Deepgram's
     /v1/listen (pre-recorded and live) and AssemblyAI's streaming /v3/ws for clients written
-    for them, on their defaults.
+    for them, on their defaults; Twilio Media Streams' /v1/twilio, a phone call kept as a
+    meeting.
 
     --model and the options beside it choose the recognizer of uploaded meetings (run here)
     and of the live socket's audio.

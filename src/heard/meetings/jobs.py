@@ -29,7 +29,7 @@ from heard.store.holder import LOCAL, Holders, holder_is_gone
 from heard.store.meetings import TrackSpec, create_meeting, delete_meeting, rename_participant
 from heard.store.models import MeetingStatus, TrackStatus
 from heard.store.runs import lost_run_meeting_ids
-from heard.store.tracks import transcribing_meeting_ids
+from heard.store.tracks import track_of, transcribing_meeting_ids, unheard_track
 from heard.store.views import MeetingSummary, TrackState, get_meeting, meeting_record, meeting_state
 from heard.timeline.formats import TranscriptDoc
 
@@ -45,6 +45,7 @@ __all__ = [
     "rename",
     "submit",
     "track_label",
+    "unheard",
     "view",
 ]
 
@@ -174,6 +175,13 @@ def submit(
     if workers:
         enqueue_meeting(db, meeting_id)
     return meeting_id
+
+
+def unheard(db: Database, meeting_id: uuid.UUID, participant: str, owner: str, reason: str) -> bool:
+    """The participant's track, still waiting for its recording, will get none (a call's
+    track that carried no audio): failed with ``reason``, so the meeting is built from the
+    others. Whether it was still waiting."""
+    return unheard_track(db, track_of(db, meeting_id, participant, owner), reason)
 
 
 def rename(

@@ -78,6 +78,9 @@ FORMATS = {"audio/pcm": ("linear16", 24_000), "pcm16": ("linear16", 24_000),
 """OpenAI's audio formats (the GA names and the beta's) as ``heard.asr.incoming`` reads them."""
 MAX_FRAME_BYTES = 1024 * 1024
 """An append carries base64 audio: a second of 24 kHz PCM is 64 KB of it."""
+SHORTEST_PAUSE_MS = 200
+"""An item ends after at least this much silence, whatever the session asks (0 would make
+every word an item)."""
 SERVER_VAD = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
               "silence_duration_ms": DECODE_SILENCE_MS}  # fmt: skip
 
@@ -314,7 +317,8 @@ class RealtimeCodec(LiveOutput):
         if self.turn_detection is None:
             return None
         asked = self.turn_detection.get("silence_duration_ms", DECODE_SILENCE_MS)
-        return max(0.0, float(asked)) / 1000 if isinstance(asked, int | float) else 0.8
+        asked_ms = float(asked) if isinstance(asked, int | float) else DECODE_SILENCE_MS
+        return max(SHORTEST_PAUSE_MS, asked_ms) / 1000
 
     def _after_pause(self, next_s: float) -> None:
         """Speech (or decoded silence) resumes at ``next_s``: the item ends first when its

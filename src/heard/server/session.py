@@ -333,6 +333,11 @@ async def _run(session: Session, codec: Codec, early: list[str] | None = None) -
         except SocketCloseError as e:
             closing = e
             return
+        except Exception:  # a bug: as on any frame, this socket ends and nobody else notices
+            log.exception("%s on %s: a first frame failed", session.name, codec.protocol)
+            codec.error("the server failed on this frame; closing")
+            closing = SocketCloseError(CLOSE_ERROR, "the server failed on a frame")
+            return
         receiving = asyncio.create_task(_receive(session, codec))
         either: set[asyncio.Future[Any]] = {receiving, session.ended}
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)

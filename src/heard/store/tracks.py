@@ -41,6 +41,7 @@ __all__ = [
     "release_claims",
     "track_of",
     "track_status",
+    "unheard_track",
     "upload_track",
 ]
 
@@ -50,6 +51,7 @@ TRANSITIONS: dict[str, tuple[frozenset[TrackStatus], frozenset[TrackStatus]]] = 
     "claim": (frozenset({S.PENDING}), frozenset({S.TRANSCRIBING})),
     "recover": (frozenset({S.TRANSCRIBING}), frozenset({S.PENDING, S.FAILED})),
     "record": (frozenset({S.TRANSCRIBING}), frozenset({S.DONE, S.PENDING, S.FAILED})),
+    "unheard": (frozenset({S.RECORDING}), frozenset({S.FAILED})),
 }
 """Each event: the statuses it may leave, and those it may lead to."""
 FINISHED = frozenset({S.DONE, S.FAILED})
@@ -167,6 +169,19 @@ def upload_track(db: Database, track_id: uuid.UUID, location: str) -> str:
             if cast(CursorResult[Any], result).rowcount == 1:
                 return before
         # another upload (or a claim) changed the row between the read and the write: again
+
+
+def unheard_track(db: Database, track_id: uuid.UUID, reason: str) -> bool:
+    """A track still waiting for its recording that will get none (a call's track that
+    carried no audio, or whose audio could not be kept): failed with ``reason``, so that its
+    meeting is built from the others. Whether it was still recording."""
+    with db.session() as s:
+        result = s.execute(
+            update(AudioTrack)
+            .where(AudioTrack.id == track_id, AudioTrack.status.in_(TRANSITIONS["unheard"][0]))
+            .values(status=S.FAILED, last_error=reason)
+        )
+    return cast(CursorResult[Any], result).rowcount == 1
 
 
 def claim_track(

@@ -49,7 +49,7 @@ class FakeTranscriber:
         language: str | None = None,
         on_progress: Callable[[float, float], None] | None = None,
     ) -> Transcription:
-        stream = self.segments(audio, channel=channel, language=language, on_progress=on_progress)
+        stream = self._canned(audio, language=language, on_progress=on_progress)
         while True:
             try:
                 next(stream)
@@ -72,6 +72,15 @@ class FakeTranscriber:
             )
             yield from answered.segments
             return answered
+        return (yield from self._canned(audio, language=language, on_progress=on_progress))
+
+    def _canned(
+        self,
+        audio: str | Path | Any,
+        *,
+        language: str | None,
+        on_progress: Callable[[float, float], None] | None,
+    ) -> Generator[Segment, None, Transcription]:
         location = str(audio)
         self.calls.append(location)
         self.languages.append(language)

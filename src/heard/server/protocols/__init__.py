@@ -1,2 +1,4 @@
 """The wire protocols of other speech services and voice platforms that heard answers, one
-module (or folder) each: ``wyoming`` (Home Assistant's, over TCP)."""
+module each: ``assemblyai`` (AssemblyAI's Universal-Streaming, ``/v3/ws``) and ``twilio``
+(Twilio Media Streams, ``/v1/twilio``) on the live sockets' session loop
+(``heard.server.session``); ``wyoming`` (Home Assistant's, over TCP: ``heard wyoming``)."""

@@ -11,18 +11,19 @@ temporary tokens). Its query parameters:
   in lower case without punctuation, then formatted (Whisper's own casing and punctuation);
 * ``max_turn_silence`` / ``min_turn_silence`` (ms): the silence that ends a turn (never under
   the recognizer's 800 ms: cut sooner, it decodes other words, as on ``/v1/listen``);
-* ``speech_model``, ``language_code``, ``end_of_turn_confidence_threshold``,
-  ``keyterms_prompt``, ``inactivity_timeout`` and the rest of the SDK's: taken; a feature heard
+* ``speech_model``, ``language_code`` (the server's model and language decide),
+  ``end_of_turn_confidence_threshold``, ``keyterms_prompt``, ``inactivity_timeout`` and the
+  rest of the SDK's: taken and not used; a feature heard
   does not have (``speaker_labels``, ``redact_pii``, ``llm_gateway``, ``webhook_url``...)
   refuses the handshake with a 400 naming it when asked for.
 
 Binary frames are audio. Text frames: ``{"type": "Terminate"}`` (what is left is decoded, the
 last turn ended, then ``Termination`` and a normal close), ``ForceEndpoint`` (the turn ends
-now), ``KeepAlive`` and ``UpdateConfiguration`` (its ``max_turn_silence`` is used from the next
-turn). The server answers ``Begin`` first, then a ``Turn`` (``turn_order``, ``transcript`` of
-the words final so far, ``words`` with ``word_is_final``, ``end_of_turn``) each time words are
-committed or the partial changes; each final word is in the transcript once. Errors:
-``{"type": "Error", "error": ...}``.
+now), ``KeepAlive`` and ``UpdateConfiguration`` (taken; the turn silence stays the one set at
+the handshake). The server answers ``Begin`` first, then a ``Turn`` (``turn_order``,
+``transcript`` of the words final so far, ``words`` with ``word_is_final``, ``end_of_turn``)
+each time words are committed or the partial changes; each final word is in the transcript
+once. Errors: ``{"type": "Error", "error": ...}``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from heard.transcript.utterances import Decoded
 __all__ = ["PATH", "AssemblyAICodec", "offered_key", "refuse"]
 
 PATH = "/v3/ws"
+MAX_TURN_SILENCE_MS = 60_000
 ENCODINGS = {"pcm_s16le": "linear16", "pcm_mulaw": "mulaw"}
 MAX_FRAME_BYTES = 256 * 1024
 """AssemblyAI takes 50 ms to 1 s of audio a frame: a second of 48 kHz PCM16 is 96 KB."""
@@ -115,9 +117,12 @@ def parse_options(params: dict[str, str]) -> Options:
     for name in ("max_turn_silence", "min_turn_silence"):
         if name in params:
             try:
-                silence = max(silence, int(float(params[name])))
-            except ValueError:
+                asked = int(float(params[name]))
+            except (ValueError, OverflowError):
                 raise InputError(f"{name}: milliseconds, not {params[name][:20]!r}") from None
+            if not 0 <= asked <= MAX_TURN_SILENCE_MS:
+                raise InputError(f"{name}: 0 to {MAX_TURN_SILENCE_MS} ms, not {asked}")
+            silence = max(silence, asked)
     formatted = params.get("format_turns", "false").strip().lower() in ("true", "1")
     if not 8000 <= rate <= 48_000:
         raise InputError(f"sample_rate: 8000 to 48000 Hz, not {rate}")

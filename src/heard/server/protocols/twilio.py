@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from fastapi import WebSocket
+from fastapi import WebSocket, WebSocketDisconnect
 
 from heard.asr.incoming import IncomingAudio, mulaw_to_pcm16
 from heard.asr.microphone import Microphone
@@ -63,8 +63,12 @@ RATE = 8000
 """Twilio's media: mu-law, 8 kHz, one byte a sample."""
 SILENCE = b"\xff"
 """Mu-law's zero."""
+MAX_GREETING_CHARS = 16 * 1024
+"""Of each message read before the token is known."""
 FIRST_FRAMES = 4
 """Frames read for the ``start`` that holds the token (Twilio sends ``connected``, then it)."""
+CAPTIONS_CLOSE_S = 30.0
+"""How long the live captions' last decode may take once the call has ended."""
 TRACKS = {"inbound": "caller", "outbound": "callee"}
 """Twilio's track names, and the participant each is unless the parameters name them."""
 
@@ -73,11 +77,19 @@ async def greeting(websocket: WebSocket) -> tuple[str, list[str]]:
     """The token in the ``start`` message's ``customParameters``, and the frames up to it."""
     frames: list[str] = []
     while len(frames) < FIRST_FRAMES:
-        raw = await websocket.receive_text()
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(message.get("code", 1000))
+        raw = message.get("text")
+        if raw is None:
+            raise InputError("a Twilio stream starts with JSON text messages")
+        if len(raw) > MAX_GREETING_CHARS:
+            raise InputError(f"a Twilio message before the token is at most {MAX_GREETING_CHARS} "
+                             "characters")  # fmt: skip
         frames.append(raw)
-        message = _json(raw)
-        if message.get("event") == "start":
-            start = message.get("start")
+        parsed = _json(raw)
+        if parsed.get("event") == "start":
+            start = parsed.get("start")
             parameters = start.get("customParameters") if isinstance(start, dict) else None
             token = parameters.get("token") if isinstance(parameters, dict) else None
             if not isinstance(token, str) or not token:
@@ -214,7 +226,7 @@ class TwilioCodec:
             limit = self.session.settings.max_track_s
             raise SocketCloseError(CLOSE_POLICY, f"the call is over {limit:.0f} s; closing, "
                                    "what was heard is kept")  # fmt: skip
-        self.session.charge_audio((gap + len(payload)) * 4)  # as 16 kHz PCM16
+        self.session.charge_audio(len(payload) * 4)  # as 16 kHz PCM16; a gap is not sent
         audio = SILENCE * gap + payload
         track.handle.write(audio)
         track.written += len(audio)
@@ -223,30 +235,50 @@ class TwilioCodec:
             track.microphone.add(pcm)
 
     async def _finish(self) -> None:
-        """Each track to its participant's upload, then the meeting transcribed."""
+        """The live captions' last words, then each track to its participant's upload (a
+        track with no audio, or whose audio could not be kept, failed with the reason), then
+        the meeting transcribed; the spooled audio removed whatever happens."""
         if self.done or self.meeting_id is None:
             return
         self.done = True
-        owner = self.session.user.owner
-        for track in self.tracks.values():  # the last captions, before the record is kept
-            if track.microphone is not None:
-                (tail,) = track.incoming.finish()
-                if tail:
-                    track.microphone.add(tail)
-                await track.microphone.close()
+        meeting_id, owner = self.meeting_id, self.session.user.owner
         try:
             for track in self.tracks.values():
+                await self._last_captions(track)
+            for track in self.tracks.values():
                 track.handle.close()
+                reason = "no audio was heard on this track of the call"
                 if track.written:
-                    await self.state.uploads.keep(owner, self.meeting_id, track.participant,
-                                                  _wav(track.path, track.written))  # fmt: skip
-            await self.state.work.run(owner, self.state.runs.start, owner, self.meeting_id)
-        except HeardError as e:
+                    try:
+                        await self.state.uploads.keep(owner, meeting_id, track.participant,
+                                                      _wav(track.path, track.written))  # fmt: skip
+                        continue
+                    except HeardError as e:
+                        reason = f"the call's audio could not be kept: {e}"
+                await self.state.work.run(owner, jobs.unheard, self.session.settings.db,
+                                          meeting_id, track.participant, owner, reason)  # fmt: skip
+            await self.state.work.run(owner, self.state.runs.start, owner, meeting_id)
+        except HeardError as e:  # the meeting deleted meanwhile, the store down
             log.error("%s on twilio: meeting %s not kept whole: %s", self.session.name,
-                      self.meeting_id, e)  # fmt: skip
+                      meeting_id, e)  # fmt: skip
         finally:
             for track in self.tracks.values():
+                track.handle.close()
                 track.path.unlink(missing_ok=True)
+
+    async def _last_captions(self, track: _Track) -> None:
+        """What the live recognizer still holds, decoded (within ``CAPTIONS_CLOSE_S``: the
+        captions are a view; the stored call is the record)."""
+        if track.microphone is None:
+            return
+        try:
+            (tail,) = track.incoming.finish()
+            if tail:
+                track.microphone.add(tail)
+            await asyncio.wait_for(track.microphone.close(), CAPTIONS_CLOSE_S)
+        except Exception:
+            log.exception("%s on twilio: the live captions of %s ended badly",
+                          self.session.name, track.participant)  # fmt: skip
 
 
 async def _wav(path: Path, samples: int) -> AsyncIterator[bytes]:

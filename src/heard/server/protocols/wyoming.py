@@ -7,18 +7,21 @@ wyoming-faster-whisper answers Home Assistant's Assist:
 
 * ``describe`` -> ``info``: one ASR program, ``heard``, with the recognizer's model and the
   languages it knows; ``supports_transcript_streaming`` is true;
-* ``transcribe`` (optional; its ``language`` is used when the model knows it) ->
+* ``transcribe`` (optional; its ``language`` holds for that utterance; one the model does not
+  know is an ``error`` event, then an empty ``transcript``) ->
   ``audio-start`` (``rate``, ``width``, ``channels``) -> ``audio-chunk``... -> ``audio-stop``
   -> ``transcript-start``, a ``transcript-chunk`` per segment as it is decoded, then
   ``transcript`` (the whole text, what every client reads) and ``transcript-stop``.
   Clients from before streaming read the ``transcript`` and skip the rest.
 
-Audio is 16-bit PCM (``width`` 2) at 8-48 kHz, any channel count up to 8 (mixed to one); an
+Audio is 16-bit PCM (``width`` 2) at 8 kHz or more, any channel count up to 8 (mixed to one); an
 utterance holds at most ``MAX_UTTERANCE_S`` seconds. What cannot be read (a header that is not
-JSON, a line or data past its limit, audio of another width, audio before ``audio-start``)
-is answered with an ``error`` event naming it; the connection is then closed, as the stream
-can no longer be trusted. An utterance past its length is refused with an ``error`` event and
-its audio dropped; the connection goes on. Wyoming has no credentials: the server takes
+JSON, a line or data past its limit, audio of another width or rate) is answered with an
+``error`` event naming it; the connection is then closed, as the stream can no longer be
+trusted. A chunk without an ``audio-start`` is read in the format it says itself. An utterance
+past its length is refused with an ``error`` event and its audio dropped, and its
+``audio-stop`` answered with an empty ``transcript`` (what a client waits for); the connection
+goes on. A client that leaves stops its decode. Wyoming has no credentials: the server takes
 connections from loopback and private networks only (``local_peer``) unless told to take
 anyone's.
 """
@@ -31,13 +34,15 @@ import ipaddress
 import json
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from heard import __version__
 from heard.asr.incoming import IncomingAudio
 from heard.asr.transcriber import Transcriber, transcribe_each
-from heard.errors import AudioError, HeardError, InputError
+from heard.errors import AudioError, HeardError, InputError, StoppingError
+from heard.speech import Transcription
 
 if TYPE_CHECKING:
     from heard.speech import Segment
@@ -242,9 +247,12 @@ class _Session:
                     await write_event(self.writer, _error(str(e), "too-long"))
                     self.audio, self.pcm, self.samples, self.dropped = None, [], 0, True
             elif event.type == "audio-stop":
-                if not self.dropped:
+                if self.dropped:  # refused: said so; an empty transcript, as a client waits for one
+                    await write_event(self.writer, Event("transcript", {"text": ""}))
+                else:
                     await self._transcribe()
                 self.dropped = False
+                self.language = None
             elif event.type == "ping":
                 await write_event(self.writer, Event("pong", event.data))
             # other events (a satellite's, a wake word's) are not heard's to answer
@@ -280,37 +288,51 @@ class _Session:
         self.audio, self.pcm, self.samples = None, [], 0
         loop = asyncio.get_running_loop()
         decoded: asyncio.Queue[Segment | None] = asyncio.Queue()
+        left = threading.Event()  # the client is gone: the decode stops at its next segment
 
         def on_segment(segment: Segment) -> None:
             loop.call_soon_threadsafe(decoded.put_nowait, segment)
 
+        def watched(done_s: float, total_s: float) -> None:
+            if left.is_set():
+                raise StoppingError("the Wyoming client left")
+
+        language, self.language = self.language, None  # a transcribe's language is its own
+
         def work() -> Any:
             try:
                 return transcribe_each(self.server.transcriber, pcm, on_segment,
-                                       language=self.language)  # fmt: skip
+                                       language=language, on_progress=watched)  # fmt: skip
             finally:
                 loop.call_soon_threadsafe(decoded.put_nowait, None)
 
-        async with self.server._decoding:
+        async with self.server._decoding:  # held until the decode has ended, however
             task = asyncio.ensure_future(asyncio.to_thread(work))
-            await write_event(self.writer, Event("transcript-start", self._language()))
-            said = 0
-            while (segment := await decoded.get()) is not None:
-                text = segment.text if not said else " " + segment.text
-                await write_event(self.writer, Event("transcript-chunk", {"text": text}))
-                said += 1
             try:
-                heard = await task
-            except HeardError as e:
-                await write_event(self.writer, _error(str(e), "transcription-failed"))
-                return
+                await write_event(self.writer, Event("transcript-start", _language(language)))
+                said = 0
+                while (segment := await decoded.get()) is not None:
+                    text = segment.text if not said else " " + segment.text
+                    await write_event(self.writer, Event("transcript-chunk", {"text": text}))
+                    said += 1
+                try:
+                    heard = await task
+                except HeardError as e:  # said, then an empty transcript: a client waits for one
+                    await write_event(self.writer, _error(str(e), "transcription-failed"))
+                    heard = Transcription((), language)
+            finally:
+                if not task.done():
+                    left.set()
+                    with contextlib.suppress(Exception):
+                        await task
         text = " ".join(s.text for s in heard.segments)
-        language = {"language": heard.language} if heard.language else self._language()
-        await write_event(self.writer, Event("transcript", {"text": text, **language}))
+        spoken = _language(heard.language or language)
+        await write_event(self.writer, Event("transcript", {"text": text, **spoken}))
         await write_event(self.writer, Event("transcript-stop"))
 
-    def _language(self) -> dict[str, str]:
-        return {"language": self.language} if self.language else {}
+
+def _language(code: str | None) -> dict[str, str]:
+    return {"language": code} if code else {}
 
 
 def _incoming(data: dict[str, Any]) -> IncomingAudio:

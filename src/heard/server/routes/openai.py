@@ -52,7 +52,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -332,6 +332,7 @@ async def _streamed(
     except BaseException:
         hung_up.set()
         first.cancel()
+        work.add_done_callback(_left_behind)
         raise
     if not first.done():
         first.cancel()
@@ -342,9 +343,13 @@ async def _streamed(
         yield first.result()
         while True:
             got = asyncio.ensure_future(decoded.get())
-            await asyncio.wait({work, got}, return_when=asyncio.FIRST_COMPLETED)
-            if not got.done():
-                got.cancel()
+            try:
+                await asyncio.wait({work, got}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ended = not got.done()  # the work ended (or the stream was cut): nothing more
+                if ended:
+                    got.cancel()
+            if ended:
                 break
             yield got.result()
         while not decoded.empty():  # those given before the work's end was seen
@@ -366,8 +371,15 @@ async def _streamed(
         finally:  # the client gone (or the stream cut): the work stops at its next segment
             if not work.done():
                 hung_up.set()
+                work.add_done_callback(_left_behind)
 
     return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def _left_behind(work: asyncio.Future[Any]) -> None:
+    """Work nobody waits for any more: how it ended is read, so asyncio does not report it."""
+    if not work.cancelled():
+        work.exception()
 
 
 def _failure(path: str, error: Exception) -> str:
