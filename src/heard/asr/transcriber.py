@@ -3,9 +3,9 @@ their language out."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from heard.speech import Segment, Transcription
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ProgressCallback", "SegmentCallback", "Transcriber", "transcribe_each"]
+__all__ = ["ProgressCallback", "SegmentCallback", "Transcriber", "drained", "transcribe_each"]
 
 ProgressCallback = Callable[[float, float], None]
 SegmentCallback = Callable[[Segment], None]
@@ -60,9 +60,22 @@ def transcribe_each(
         for segment in heard.segments:
             on_segment(segment)
         return heard
-    segments = stream(audio, language=language, on_progress=on_progress)
+    streamed: Transcription = drained(
+        stream(audio, language=language, on_progress=on_progress), on_segment
+    )
+    return streamed
+
+
+T = TypeVar("T")
+
+
+def drained(segments: Generator[Segment, None, T], on_segment: SegmentCallback | None = None) -> T:
+    """What a ``segments`` generator returns once run to its end (``on_segment`` told of each
+    segment it gives on the way)."""
     while True:
         try:
-            on_segment(next(segments))
+            segment = next(segments)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
+        if on_segment is not None:
+            on_segment(segment)

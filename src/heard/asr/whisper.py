@@ -45,7 +45,7 @@ from heard.asr.models import (
     resolve_compute_type,
     resolve_device,
 )
-from heard.asr.transcriber import ProgressCallback
+from heard.asr.transcriber import ProgressCallback, drained
 from heard.errors import MissingDependencyError, ModelError
 from heard.limits import MAX_TRACK_S
 from heard.speech import Segment, Transcription, Word
@@ -263,12 +263,9 @@ class FasterWhisperTranscriber:
         language: str | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Transcription:
-        stream = self.segments(audio, channel=channel, language=language, on_progress=on_progress)
-        while True:
-            try:
-                next(stream)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+        return drained(
+            self.segments(audio, channel=channel, language=language, on_progress=on_progress)
+        )
 
     def segments(
         self,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from heard.asr.streaming import Decoded
+from heard.asr.transcriber import drained
 from heard.diarize import Diarization, SpeakerTurn
 from heard.speech import Segment, Transcription, Word
 from heard.transcript.events import EventKind
@@ -49,12 +50,7 @@ class FakeTranscriber:
         language: str | None = None,
         on_progress: Callable[[float, float], None] | None = None,
     ) -> Transcription:
-        stream = self._canned(audio, language=language, on_progress=on_progress)
-        while True:
-            try:
-                next(stream)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+        return drained(self._canned(audio, language=language, on_progress=on_progress))
 
     def segments(
         self,
