@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from heard import __version__
 from heard.asr.incoming import IncomingAudio
 from heard.asr.transcriber import Transcriber, transcribe_each
-from heard.errors import AudioError, HeardError, InputError, StoppingError
+from heard.errors import AudioError, HeardError, InputError, StoppingError, TooLargeError
 from heard.speech import Transcription
 
 if TYPE_CHECKING:
@@ -62,14 +62,6 @@ MAX_UTTERANCE_S = 300.0
 long; heard's REST routes take long recordings."""
 
 
-class WyomingError(InputError):
-    """What a client sent that the protocol cannot take; its text is the error event's."""
-
-
-class _TooLong(WyomingError):
-    """An utterance past ``MAX_UTTERANCE_S``: refused, the connection kept."""
-
-
 @dataclass(slots=True)
 class Event:
     type: str
@@ -78,21 +70,22 @@ class Event:
 
 
 async def read_event(reader: asyncio.StreamReader) -> Event | None:
-    """The next event; None at the end of the stream. A malformed one is a ``WyomingError``."""
+    """The next event; None at the end of the stream. A malformed one is an ``InputError``
+    (what a client sent that the protocol cannot take; its text is the error event's)."""
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as e:
         if not e.partial.strip():
             return None
-        raise WyomingError("the connection ended inside an event's header") from None
+        raise InputError("the connection ended inside an event's header") from None
     except asyncio.LimitOverrunError:
-        raise WyomingError(f"an event's header is over {MAX_LINE_BYTES} bytes") from None
+        raise InputError(f"an event's header is over {MAX_LINE_BYTES} bytes") from None
     try:
         header = json.loads(line)
     except ValueError:
-        raise WyomingError(f"an event's header is not JSON: {line[:80]!r}") from None
+        raise InputError(f"an event's header is not JSON: {line[:80]!r}") from None
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
-        raise WyomingError("an event's header is a JSON object with a 'type'")
+        raise InputError("an event's header is a JSON object with a 'type'")
     data = header.get("data") or {}
     data_length, payload_length = header.get("data_length") or 0, header.get("payload_length") or 0
     if (
@@ -100,9 +93,9 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
         or not isinstance(data_length, int)
         or not isinstance(payload_length, int)
     ):
-        raise WyomingError(f"{header['type']!r}: data is an object, its lengths whole numbers")
+        raise InputError(f"{header['type']!r}: data is an object, its lengths whole numbers")
     if not 0 <= data_length <= MAX_DATA_BYTES or not 0 <= payload_length <= MAX_PAYLOAD_BYTES:
-        raise WyomingError(
+        raise InputError(
             f"{header['type']!r}: data up to {MAX_DATA_BYTES} bytes and a payload up to "
             f"{MAX_PAYLOAD_BYTES}, not {data_length} and {payload_length}"
         )
@@ -110,13 +103,13 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
         if data_length:
             more = json.loads(await reader.readexactly(data_length))
             if not isinstance(more, dict):
-                raise WyomingError(f"{header['type']!r}: its data is not a JSON object")
+                raise InputError(f"{header['type']!r}: its data is not a JSON object")
             data = {**data, **more}
         payload = await reader.readexactly(payload_length) if payload_length else b""
     except asyncio.IncompleteReadError:
-        raise WyomingError(f"the connection ended inside {header['type']!r}") from None
+        raise InputError(f"the connection ended inside {header['type']!r}") from None
     except ValueError:
-        raise WyomingError(f"{header['type']!r}: its data is not JSON") from None
+        raise InputError(f"{header['type']!r}: its data is not JSON") from None
     return Event(header["type"], data, payload)
 
 
@@ -195,7 +188,7 @@ class WyomingServer:
                     "not-local"))  # fmt: skip
                 return
             await _Session(self, writer).run(reader)
-        except WyomingError as e:
+        except InputError as e:
             log.info("wyoming: %s: %s", address, e)
             await _say(writer, _error(str(e), "bad-event"))
         except (ConnectionError, asyncio.CancelledError):
@@ -243,7 +236,7 @@ class _Session:
             elif event.type == "audio-chunk" and not self.dropped:
                 try:
                     self._chunk(event)
-                except _TooLong as e:
+                except TooLargeError as e:
                     await write_event(self.writer, _error(str(e), "too-long"))
                     self.audio, self.pcm, self.samples, self.dropped = None, [], 0, True
             elif event.type == "audio-stop":
@@ -263,7 +256,7 @@ class _Session:
         try:
             channels = self.audio.feed(event.payload)
         except AudioError as e:
-            raise WyomingError(f"audio-chunk: {e}") from None
+            raise InputError(f"audio-chunk: {e}") from None
         self._keep(channels)
 
     def _keep(self, channels: list[bytes]) -> None:
@@ -275,7 +268,7 @@ class _Session:
         self.pcm.append(mixed.astype("<i2").tobytes())
         self.samples += len(mixed)
         if self.samples > MAX_UTTERANCE_S * 16_000:
-            raise _TooLong(
+            raise TooLargeError(
                 f"an utterance is at most {MAX_UTTERANCE_S:.0f} s of audio: this one is dropped"
             )
 
@@ -338,10 +331,10 @@ def _language(code: str | None) -> dict[str, str]:
 def _incoming(data: dict[str, Any]) -> IncomingAudio:
     rate, width, channels = data.get("rate"), data.get("width"), data.get("channels")
     if width != 2:
-        raise WyomingError(f"audio: 16-bit PCM (width 2) only, not width {width!r}")
+        raise InputError(f"audio: 16-bit PCM (width 2) only, not width {width!r}")
     if not isinstance(rate, int) or not isinstance(channels, int):
-        raise WyomingError("audio: rate and channels are whole numbers")
+        raise InputError("audio: rate and channels are whole numbers")
     try:
         return IncomingAudio("linear16", rate, channels)
     except AudioError as e:
-        raise WyomingError(f"audio: {e}") from None
+        raise InputError(f"audio: {e}") from None
