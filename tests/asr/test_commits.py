@@ -189,3 +189,41 @@ def test_the_endpoint_only_rule_commits_nothing_before_the_utterance_ends() -> N
     assert commits.agree(words, heard_to=10.0) == ([], words)
     assert commits.agree(words, heard_to=20.0) == ([], words)
     assert commits.endpoint(words) == words
+
+
+PHRASE = "my name's andrew we are here because of real reaction".split()
+
+
+def _committed_phrase() -> tuple[WordCommits, list[Word]]:
+    said = [Word(i * 0.5, i * 0.5 + 0.4, t) for i, t in enumerate(PHRASE)]
+    commits = WordCommits()
+    commits.agree(said[:8], heard_to=10.0)  # "... because of" committed, ends at 3.9 s
+    return commits, said
+
+
+@pytest.mark.parametrize("late_s", [0.0, 0.6, 1.0, 1.5])
+def test_committed_words_read_again_late_are_not_said_twice(late_s: float) -> None:
+    """Issue 73: a phrase released three times. A buffer cut behind the committed words reads
+    them again, and Whisper may time the copy later than they were; a copy running across
+    the time line word for word is that tail again (before: "because of" was released again
+    from 1 s late on)."""
+    commits, said = _committed_phrase()
+    again = [Word(w.start + late_s, w.end + late_s, w.text) for w in said[3:]]
+    assert [w.text for w in commits._new(again)] == ["real", "reaction"]
+
+
+def test_words_a_speaker_says_again_after_the_committed_ones_are_kept() -> None:
+    commits, said = _committed_phrase()
+    repeated = [*said[:8], Word(4.0, 4.3, "here"), Word(4.35, 4.6, "because"),
+                Word(4.65, 4.9, "of"), Word(5.0, 5.3, "real")]  # fmt: skip
+    assert [w.text for w in commits._new(repeated)] == ["here", "because", "of", "real"]
+
+
+def test_a_word_said_a_third_time_right_after_the_committed_ones_is_kept() -> None:
+    """ "on on on": the copy runs across the line word for word, but the decode also holds the
+    committed words where they were said, so the third "on" is new speech."""
+    said = [Word(0.0, 0.4, "go"), Word(0.9, 1.2, "on"), Word(1.7, 2.0, "on")]
+    commits = WordCommits()
+    commits.agree(said, heard_to=5.0)
+    decode = [*said, Word(2.5, 2.8, "on")]
+    assert [w.text for w in commits._new(decode)] == ["on"]

@@ -81,6 +81,13 @@ Issue 58, on a real sales call by phone (gecko's parts kept for tuning): a cut a
 went through the next word as often as not, and tiny.en, reading a buffer that starts on a
 word, drops it ("product on [travel] a lot"); WER 0.249 at 0 s, 0.229 at 1 s."""
 
+_REREAD_WORDS = 3
+_IN_PLACE_S = 0.2
+"""Words past the line that, with the words before it, repeat the committed tail word for word
+(at least ``_REREAD_WORDS`` in one run across the line) are that tail read again, however late
+a re-read buffer timed them (issue 73: a phrase released three times), unless the decode also
+holds the last committed word where it was said (within ``_IN_PLACE_S``): then the words
+after it were said again ("on on on")."""
 _MAX_REPEAT = 5
 _REPEAT_S = 0.3
 """Words repeating the committed tail are that tail heard again only if they start within
@@ -165,6 +172,15 @@ class WordCommits:
                 continue  # past the line only over words that are the committed ones again
             if m > best_m or (m == best_m and m and abs(j - by_time) < abs(best - by_time)):
                 best, best_m = j, m  # the nearest of the longest
+        last = self._tail[-1] if self._tail else None
+        in_place = last is not None and any(  # the last committed word, where it was said
+            keys[i] == tail[-1] and abs(words[i].end - last.end) <= _IN_PLACE_S
+            for i in range(by_time)
+        )
+        for j in range(by_time + 1, min(len(words), by_time + len(tail)) + 1):
+            m = matched(j)
+            if not in_place and m >= _REREAD_WORDS and m > j - by_time and j > best:
+                best = j  # the committed words read again, timed later: one copy across the line
         return list(words[best:])
 
     def agree(
