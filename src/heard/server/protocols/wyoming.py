@@ -264,9 +264,13 @@ class _Session:
 
         if not channels or not channels[0]:
             return
-        mixed = np.mean([np.frombuffer(c, dtype="<i2") for c in channels], axis=0)
-        self.pcm.append(mixed.astype("<i2").tobytes())
-        self.samples += len(mixed)
+        if len(channels) == 1:  # Home Assistant's: kept as it came
+            self.pcm.append(channels[0])
+            self.samples += len(channels[0]) // 2
+        else:
+            mixed = np.mean([np.frombuffer(c, dtype="<i2") for c in channels], axis=0)
+            self.pcm.append(mixed.astype("<i2").tobytes())
+            self.samples += len(mixed)
         if self.samples > MAX_UTTERANCE_S * 16_000:
             raise TooLargeError(
                 f"an utterance is at most {MAX_UTTERANCE_S:.0f} s of audio: this one is dropped"
